@@ -1,0 +1,141 @@
+# ingressd -- GNU make.  `make run` and `make check` are the two entry points;
+# both install missing Debian packages first (scripts/deps.sh).
+#
+# Variables you may set: CFLAGS, LDFLAGS, PREFIX, DESTDIR, BUILD, SAN=1
+# (ASan+UBSan), WERROR=1 (set automatically when CI=true).
+
+PREFIX	?= /usr/local
+DESTDIR	?=
+BUILD	?= build
+CC	?= cc
+PKG	:= libevent libevent_pthreads jansson
+LLHTTP_SRC_DIR := /usr/share/llhttp
+LLHTTP_INC_DIR := /usr/share/include/llhttp
+
+WARN	:= -Wall -Wextra -Wshadow -Wpointer-arith -Wstrict-prototypes \
+	   -Wmissing-prototypes -Wno-unused-parameter -Wformat=2
+ifeq ($(CI),true)
+WERROR	?= 1
+endif
+ifeq ($(WERROR),1)
+WARN	+= -Werror
+endif
+
+OPT	?= -O2 -g
+ifeq ($(SAN),1)
+OPT	:= -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined \
+	   -fno-sanitize-recover=undefined
+SANLD	:= -fsanitize=address,undefined
+endif
+
+PKG_CFLAGS = $(shell pkg-config --cflags $(PKG) 2>/dev/null)
+PKG_LIBS   = $(shell pkg-config --libs $(PKG) 2>/dev/null)
+SYSTEMD_CFLAGS = $(shell pkg-config --exists libsystemd 2>/dev/null && echo -DHAVE_SYSTEMD)
+SYSTEMD_LIBS   = $(shell pkg-config --libs libsystemd 2>/dev/null)
+
+# LLHTTP_STRICT_MODE must be the same for llhttp's sources and for every file
+# that includes llhttp.h: Debian's build is loose without it.
+DEFS	:= -D_GNU_SOURCE -DLLHTTP_STRICT_MODE=1 $(SYSTEMD_CFLAGS)
+ALL_CFLAGS = -std=c11 $(OPT) $(WARN) $(DEFS) -Isrc -Ireplica \
+	     -I$(LLHTTP_INC_DIR) $(PKG_CFLAGS) -MMD -MP $(CFLAGS)
+ALL_LDFLAGS = $(SANLD) $(LDFLAGS)
+LIBS	= $(PKG_LIBS) $(SYSTEMD_LIBS) -lpthread -lm
+
+# The daemon: every src/*.c; main.c alone is left out of the library the
+# unit tests link against.
+SRC	:= $(sort $(wildcard src/*.c))
+LIB_SRC	:= $(filter-out src/main.c,$(SRC))
+LIB_OBJ	:= $(LIB_SRC:%.c=$(BUILD)/obj/%.o)
+LLHTTP_OBJ := $(addprefix $(BUILD)/obj/llhttp/,api.o http.o llhttp.o)
+
+# The replica library (shares src/wire.c) and the example replicas.
+REPLICA_LIB := $(BUILD)/libingressd-replica.a
+REPLICA_OBJ := $(BUILD)/obj/replica/replica.o $(BUILD)/obj/src/wire.o
+EXAMPLES := $(patsubst replica/examples/%.c,$(BUILD)/replica-%,\
+	    $(wildcard replica/examples/*.c))
+
+UNIT_SRC := $(wildcard tests/unit/check_*.c)
+UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
+FUZZ_SRC := $(wildcard tests/fuzz/fuzz_*.c)
+
+.PHONY: all deps run check check-only unit integ asan bench fuzz install clean
+
+all: $(BUILD)/ingressd $(REPLICA_LIB) $(EXAMPLES)
+
+deps:
+	@sh scripts/deps.sh
+
+$(BUILD)/obj/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -c -o $@ $<
+
+# llhttp's generated C is not ours to warn about.
+$(BUILD)/obj/llhttp/%.o: $(LLHTTP_SRC_DIR)/%.c
+	@mkdir -p $(dir $@)
+	$(CC) -std=c11 $(OPT) -DLLHTTP_STRICT_MODE=1 -I$(LLHTTP_INC_DIR) \
+	    $(CFLAGS) -c -o $@ $<
+
+$(BUILD)/libingressd.a: $(LIB_OBJ) $(LLHTTP_OBJ)
+	@rm -f $@
+	ar rcs $@ $^
+
+$(BUILD)/ingressd: $(BUILD)/obj/src/main.o $(BUILD)/libingressd.a
+	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(LIBS)
+
+$(REPLICA_LIB): $(REPLICA_OBJ)
+	@rm -f $@
+	ar rcs $@ $^
+
+$(BUILD)/replica-%: $(BUILD)/obj/replica/examples/%.o $(REPLICA_LIB)
+	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(LIBS)
+
+$(BUILD)/tests/check_%: $(BUILD)/obj/tests/unit/check_%.o $(BUILD)/libingressd.a
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(LIBS) \
+	    $(shell pkg-config --libs check 2>/dev/null)
+
+run: deps all
+	./$(BUILD)/ingressd -c conf/ingressd.json
+
+check: deps
+	$(MAKE) check-only
+
+check-only: all $(UNIT_BIN)
+	$(MAKE) unit integ
+
+unit: $(UNIT_BIN)
+	@sh tests/run-unit.sh $(UNIT_BIN)
+
+integ: all
+	BUILD=$(BUILD) python3 tests/integ/run.py
+
+# ASan+UBSan: a separate tree, the same tests.
+asan: deps
+	$(MAKE) BUILD=build-asan SAN=1 check-only
+
+bench: deps all
+	sh bench/run.sh
+
+FUZZ_BIN := $(FUZZ_SRC:tests/fuzz/%.c=build-fuzz/%)
+fuzz: deps $(FUZZ_BIN)
+	sh tests/fuzz/run.sh $(FUZZ_BIN)
+
+build-fuzz/fuzz_%: tests/fuzz/fuzz_%.c $(LIB_SRC) $(LLHTTP_SRC_DIR)/llhttp.c
+	@mkdir -p $(dir $@)
+	clang -std=c11 -g -O1 -fsanitize=fuzzer,address,undefined $(DEFS) \
+	    -Isrc -I$(LLHTTP_INC_DIR) $(PKG_CFLAGS) -o $@ $< $(LIB_SRC) \
+	    $(addprefix $(LLHTTP_SRC_DIR)/,api.c http.c llhttp.c) $(LIBS)
+
+install: all
+	install -d $(DESTDIR)$(PREFIX)/sbin $(DESTDIR)$(PREFIX)/lib/ingressd \
+	    $(DESTDIR)/etc/ingressd $(DESTDIR)/lib/systemd/system
+	install -m 755 $(BUILD)/ingressd $(DESTDIR)$(PREFIX)/sbin/ingressd
+	install -m 755 $(EXAMPLES) $(DESTDIR)$(PREFIX)/lib/ingressd/
+	install -m 644 conf/ingressd.json $(DESTDIR)/etc/ingressd/ingressd.json
+	[ ! -f systemd/ingressd.service ] || install -m 644 \
+	    systemd/ingressd.service $(DESTDIR)/lib/systemd/system/
+
+clean:
+	rm -rf build build-asan build-fuzz
+
+-include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

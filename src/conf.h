@@ -1,0 +1,92 @@
+/*
+ * conf.h -- the configuration snapshot.
+ *
+ * conf_load() reads a JSON file with jansson (duplicate keys rejected),
+ * validates every key against a table (unknown keys are errors), fills in
+ * defaults, and returns an immutable snapshot.  The daemon holds one snapshot
+ * at a time and swaps it whole on reload; nothing edits a loaded conf.
+ *
+ * The struct is public because it is plain data read by many modules; it is
+ * never written after conf_load() returns.  docs/conf.md is the reference.
+ */
+#ifndef INGRESSD_CONF_H
+#define INGRESSD_CONF_H
+
+#include <stddef.h>
+
+#define CONF_MAX_WORKERS	64
+
+struct conf_limits {
+	size_t		 max_request_line;	/* 414 beyond */
+	size_t		 max_header_bytes;	/* 431 beyond */
+	unsigned	 max_headers;		/* 431 beyond */
+	size_t		 max_body;		/* 413 beyond */
+	unsigned	 max_connections;	/* refused beyond */
+};
+
+/* All in seconds. */
+struct conf_timeouts {
+	double		 header;	/* client header read (408) */
+	double		 body;		/* client body read, between bytes (408) */
+	double		 keepalive;	/* idle client connection */
+	double		 request;	/* whole upstream request (504) */
+	double		 connect;	/* replica connect + HELLO + PONG */
+	double		 queue;		/* wait for a ready replica (503) */
+	double		 ping_interval;	/* idle replica connections are pinged */
+	double		 drain;		/* graceful stop */
+};
+
+struct conf_route {
+	char		*host;		/* NULL: any host */
+	char		*prefix;	/* path prefix, matched on '/' boundaries */
+	size_t		 prefix_len;
+	char		*deployment;
+	int		 strip_prefix;	/* forward the path without the prefix */
+};
+
+enum conf_source {
+	CONF_SPAWN,			/* ingressd runs the replicas */
+	CONF_ENDPOINTS,			/* a static list of addresses */
+};
+
+struct conf_deployment {
+	char		*name;
+	enum conf_source source;
+	char		**command;	/* spawn: argv, NULL-terminated */
+	unsigned	 replicas;	/* spawn: how many */
+	char		**endpoints;	/* endpoints: "host:port" or "unix:/path" */
+	unsigned	 nendpoints;
+	unsigned	 max_ongoing;	/* per replica; caps the replica's HELLO */
+	unsigned	 queue_max;	/* requests waiting for a replica */
+	double		 queue_timeout;	/* seconds; 0: conf timeouts.queue */
+	double		 request_timeout; /* seconds; 0: conf timeouts.request */
+	int		 prewarm;	/* resolve and warm at start */
+};
+
+struct conf {
+	char		*path;
+	char		**listen;	/* "host:port" or "unix:/path" */
+	unsigned	 nlisten;
+	char		*admin;		/* NULL: no admin listener */
+	unsigned	 workers;	/* 1..CONF_MAX_WORKERS ("auto" = cores) */
+	char		*runtime_dir;	/* spawned replicas' sockets; NULL: default */
+	char		*log_level;	/* "debug", "info", "warn" */
+	struct conf_limits limits;
+	struct conf_timeouts timeouts;
+	struct conf_route *routes;
+	unsigned	 nroutes;
+	struct conf_deployment *deployments;
+	unsigned	 ndeployments;
+};
+
+/*
+ * Load and validate.  On failure returns NULL and writes one line to err:
+ * "FILE:LINE:COLUMN: message" for JSON syntax, "FILE: key.path: message"
+ * for a wrong value or an unknown key.
+ */
+struct conf	*conf_load(const char *path, char *err, size_t errlen);
+void		 conf_free(struct conf *);
+const struct conf_deployment *conf_find_deployment(const struct conf *,
+		    const char *name);
+
+#endif

@@ -1,0 +1,27 @@
+/*
+ * log.h -- one logging vocabulary for the daemon.
+ *
+ * log_warn() appends strerror(errno); log_warnx() does not.  fatal() and
+ * fatalx() log and exit(1).  Lines go to stderr (journald under systemd)
+ * with a level prefix.  libevent's own messages are routed here too.
+ * Thread-safe: each line is written with one write(2).
+ */
+#ifndef INGRESSD_LOG_H
+#define INGRESSD_LOG_H
+
+enum log_level { LOG_LEVEL_WARN = 0, LOG_LEVEL_INFO = 1, LOG_LEVEL_DEBUG = 2 };
+
+void	log_init(int level);
+void	log_set_level(int level);
+int	log_level_parse(const char *);	/* -1 when unknown */
+void	log_warn(const char *, ...) __attribute__((format(printf, 1, 2)));
+void	log_warnx(const char *, ...) __attribute__((format(printf, 1, 2)));
+void	log_info(const char *, ...) __attribute__((format(printf, 1, 2)));
+void	log_debug(const char *, ...) __attribute__((format(printf, 1, 2)));
+void	fatal(const char *, ...)
+	    __attribute__((format(printf, 1, 2), noreturn));
+void	fatalx(const char *, ...)
+	    __attribute__((format(printf, 1, 2), noreturn));
+extern int log_verbose;		/* current level, cheap to test */
+
+#endif

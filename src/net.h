@@ -1,0 +1,29 @@
+/*
+ * net.h -- socket helpers.  They never log: errors go into the caller's
+ * buffer and the caller decides what to say.
+ *
+ * Address syntax: "HOST:PORT", "[V6]:PORT", or "unix:/path".
+ */
+#ifndef INGRESSD_NET_H
+#define INGRESSD_NET_H
+
+#include <sys/socket.h>
+
+struct net_addr {
+	struct sockaddr_storage ss;
+	socklen_t	 len;
+	char		 text[128];	/* as given, for logs and JSON */
+};
+
+/* Resolves names with getaddrinfo (blocking: start-up and conf only). */
+int	net_addr_parse(const char *, struct net_addr *, char *err, size_t);
+int	net_addr_is_unix(const struct net_addr *);
+/* A non-blocking listening socket, or -1.  A unix path is unlinked first. */
+int	net_listen(const struct net_addr *, int reuseport, char *err, size_t);
+/* A non-blocking socket with connect(2) started (EINPROGRESS is fine). */
+int	net_connect(const struct net_addr *, char *err, size_t);
+void	net_nodelay(int fd);
+/* The numeric text of a peer address ("127.0.0.1", "::1", "unix"). */
+void	net_peer_text(const struct sockaddr *, char *buf, size_t);
+
+#endif
