@@ -1,0 +1,126 @@
+/*
+ * replica.h -- libingressd-replica: write ingressd replica workers in C.
+ *
+ * A replica listens on the address ingressd gave it, accepts any number of
+ * ingressd connections and speaks wire protocol v1 on them (docs/protocol.md):
+ * HELLO and PING are answered here, and every REQUEST becomes a
+ * struct replica_req handed to the handler, with many requests in flight on
+ * one connection.  Bodies stream both ways.
+ *
+ * Configuration, from argv (which wins) or the environment ingressd sets:
+ *   --listen ADDR          INGRESSD_LISTEN       unix:/path, host:port, [v6]:port
+ *   --id ID                INGRESSD_REPLICA_ID   default "replica-<pid>"
+ *   --deployment NAME      INGRESSD_DEPLOYMENT   default ""
+ *   --max-concurrency N    INGRESSD_MAX_CONCURRENCY  default 1024
+ *   --drain-ms N           INGRESSD_DRAIN_MS     default 2000
+ * A stale unix socket is unlinked before bind.  On SIGTERM or SIGINT the
+ * replica stops accepting, unlinks its socket, sends GOAWAY, lets requests
+ * in flight finish for up to drain-ms (a second signal cuts that short),
+ * cancels the rest, and replica_run() returns 0.  SIGPIPE is ignored.
+ *
+ * Everything runs on the caller's event_base, in its thread.  Handlers may
+ * start timers or other events on replica_base() and answer later.
+ *
+ * Request lifetime.  A req is created just before on_request and lives
+ * until BOTH
+ *   (a) the response is over: the handler called replica_end(),
+ *       replica_write_end(), replica_respond(..., end=1) or replica_fail(),
+ *   (b) the request is over: on_end was delivered (or replica_fail() was
+ *       called, after which no callback comes for this req),
+ * or until on_cancel returns (the proxy cancelled the stream, or the
+ * connection closed).  It is freed at that moment, possibly inside the call
+ * that completed (a) -- do not touch a req after ending its response unless
+ * on_end has not been delivered yet.  Callbacks come in the order
+ * on_request, on_body*, on_end; on_cancel may come at any point after
+ * on_request (also after the response ended, if the request body has not),
+ * and is always the last one.  Calls on a cancelled req return -1.
+ */
+#ifndef INGRESSD_REPLICA_H
+#define INGRESSD_REPLICA_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct event_base;
+struct evbuffer;
+struct replica;
+struct replica_req;
+
+struct replica_handler {
+	/* The request head arrived.  Required. */
+	void	(*on_request)(struct replica_req *, void *arg);
+	/*
+	 * A piece of the request body; p is valid only during the call.  If
+	 * NULL the library buffers the body: see replica_req_body().
+	 */
+	void	(*on_body)(struct replica_req *, const void *p, size_t n,
+		    void *arg);
+	/* The request body is complete (at once when it had none). */
+	void	(*on_end)(struct replica_req *, void *arg);
+	/* The stream is gone; the req is freed when this returns. */
+	void	(*on_cancel)(struct replica_req *, void *arg);
+};
+
+/* NULL on a bad argument or a failed bind, with the reason in err. */
+struct replica	*replica_new(struct event_base *, int argc, char **argv,
+		    const struct replica_handler *, void *arg, char *err,
+		    size_t errlen);
+/* Runs the base until SIGTERM/SIGINT and the drain; 0, or -1 on error. */
+int		 replica_run(struct replica *);
+/* Closes everything (pending reqs are cancelled).  The base stays. */
+void		 replica_free(struct replica *);
+const char	*replica_id(struct replica *);
+const char	*replica_deployment(struct replica *);
+const char	*replica_address(struct replica *);	/* as bound */
+struct event_base *replica_base(struct replica *);
+
+/* The request.  Strings are NUL-terminated and live as long as the req. */
+struct replica	*replica_req_replica(struct replica_req *);
+uint32_t	 replica_req_stream(struct replica_req *);
+const char	*replica_req_method(struct replica_req *);
+const char	*replica_req_target(struct replica_req *);	/* path?query */
+const char	*replica_req_path(struct replica_req *);
+const char	*replica_req_query(struct replica_req *);	/* "" if none */
+const char	*replica_req_deployment(struct replica_req *);
+const char	*replica_req_request_id(struct replica_req *);
+uint32_t	 replica_req_deadline_ms(struct replica_req *);	/* 0: none */
+/* The first header with this name (any case), or NULL. */
+const char	*replica_req_header(struct replica_req *, const char *name);
+unsigned	 replica_req_header_count(struct replica_req *);
+/* Header i in arrival order, names as sent; -1 when i is out of range. */
+int		 replica_req_header_at(struct replica_req *, unsigned i,
+		    const char **name, const char **value);
+/* Body bytes received so far, in both body modes. */
+size_t		 replica_req_body_length(struct replica_req *);
+/* The buffered body when on_body is NULL (NULL if there was none). */
+struct evbuffer	*replica_req_body(struct replica_req *);
+/* PINGs seen on the request's connection before the request arrived. */
+unsigned	 replica_req_conn_pings(struct replica_req *);
+void		 replica_req_set_user(struct replica_req *, void *);
+void		*replica_req_user(struct replica_req *);
+
+/*
+ * The response: replica_respond() once, then any replica_write(), then
+ * replica_end() (or replica_write_end() for the last piece, which carries
+ * FLAG_END on its DATA frame).  hdrs is name, value, ..., NULL (or NULL for
+ * none); at most 256 headers.  status is 100..999.  DATA is split at
+ * WIRE_MAX_DATA.  Frames are queued and written when the event loop next
+ * turns, many at once.  All return 0, or -1 when the call is out of order,
+ * the req was cancelled, or an argument is over a wire limit.
+ */
+int	replica_respond(struct replica_req *, int status,
+	    const char *const *hdrs, int end);
+int	replica_write(struct replica_req *, const void *p, size_t n);
+int	replica_write_end(struct replica_req *, const void *p, size_t n);
+int	replica_end(struct replica_req *);
+/* ERROR (code INTERNAL) on the stream: the proxy answers 502 if it can. */
+int	replica_fail(struct replica_req *, const char *text);
+
+/*
+ * Finds key in a query string ("a=1&b=2") and copies its raw value (no
+ * percent-decoding) into buf: 1 if found and it fit, 0 otherwise.
+ */
+int	replica_query_get(const char *query, const char *key, char *buf,
+	    size_t len);
+
+#endif

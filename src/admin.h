@@ -1,0 +1,21 @@
+/*
+ * admin.h -- the /-/ endpoints: healthz, routes, deployments.
+ *
+ * Served by the front door: all of them on the admin listener, the
+ * read-only ones on the public listeners too.
+ */
+#ifndef INGRESSD_ADMIN_H
+#define INGRESSD_ADMIN_H
+
+#include <stddef.h>
+
+struct http1_request;
+struct worker;
+
+/* Is this path an admin path ("/-/...")? */
+int	admin_is_admin_path(const char *path, size_t len);
+/* Answer: returns the status, *body malloc'd (caller frees), *ctype static. */
+int	admin_handle(struct worker *, const struct http1_request *, int admin,
+	    char **body, size_t *len, const char **ctype);
+
+#endif

@@ -1,0 +1,909 @@
+/*
+ * conf.c -- load, validate and snapshot the configuration.
+ *
+ * Each JSON object has a table of the keys it may hold: name, handler,
+ * offset of the field it fills, and limits.  conf_walk() rejects keys not
+ * in the table, then runs each present key's handler with the key path
+ * ("deployments.echo.spawn.replicas") pushed, so every error can say where
+ * it is.  Defaults are set before a walk; a walk only overwrites them.
+ *
+ * Error handling: a handler returns -1 after conf_error() wrote the message;
+ * everything allocated so far hangs off the conf and conf_free() releases
+ * it, so no handler needs its own cleanup.
+ */
+#include <sys/socket.h>
+#include <sys/un.h>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <unistd.h>
+
+#include <jansson.h>
+
+#include "conf.h"
+#include "net.h"
+
+#define CONF_REQUIRED	0x1	/* the key must be present */
+#define CONF_ZERO_OK	0x2	/* seconds: 0 is allowed (means "default") */
+
+#define CONF_MAX_SECONDS 86400
+#define CONF_NAME_MAX	255
+#define CONF_HOST_MAX	253
+
+struct conf_ctx {
+	struct conf	*conf;
+	char		*err;
+	size_t		 errlen;
+	char		 kpath[512];	/* "deployments.echo.spawn" */
+	size_t		 kplen;
+};
+
+struct conf_key;
+typedef int (*conf_fn)(struct conf_ctx *, const struct conf_key *, json_t *,
+    void *);
+
+struct conf_key {
+	const char	*name;
+	conf_fn		 fn;
+	size_t		 off;		/* field in the object being filled */
+	long long	 min;		/* integers only */
+	long long	 max;
+	int		 flags;
+};
+
+static int	conf_error(struct conf_ctx *, const char *, ...)
+		    __attribute__((format(printf, 2, 3)));
+static size_t	conf_push(struct conf_ctx *, const char *);
+static size_t	conf_push_index(struct conf_ctx *, size_t);
+static void	conf_pop(struct conf_ctx *, size_t);
+static int	conf_walk(struct conf_ctx *, const struct conf_key *, json_t *,
+		    void *);
+static char	*conf_strdup(const char *);
+static int	conf_check_addr(struct conf_ctx *, const char *);
+static int	conf_addr_list(struct conf_ctx *, json_t *, int, char ***,
+		    unsigned *);
+
+static int	conf_uint(struct conf_ctx *, const struct conf_key *, json_t *,
+		    void *);
+static int	conf_size(struct conf_ctx *, const struct conf_key *, json_t *,
+		    void *);
+static int	conf_seconds(struct conf_ctx *, const struct conf_key *,
+		    json_t *, void *);
+static int	conf_bool(struct conf_ctx *, const struct conf_key *, json_t *,
+		    void *);
+static int	conf_string(struct conf_ctx *, const struct conf_key *,
+		    json_t *, void *);
+static int	conf_listen(struct conf_ctx *, const struct conf_key *,
+		    json_t *, void *);
+static int	conf_admin(struct conf_ctx *, const struct conf_key *, json_t *,
+		    void *);
+static int	conf_workers(struct conf_ctx *, const struct conf_key *,
+		    json_t *, void *);
+static int	conf_log_level(struct conf_ctx *, const struct conf_key *,
+		    json_t *, void *);
+static int	conf_limits(struct conf_ctx *, const struct conf_key *,
+		    json_t *, void *);
+static int	conf_timeouts(struct conf_ctx *, const struct conf_key *,
+		    json_t *, void *);
+static int	conf_routes(struct conf_ctx *, const struct conf_key *,
+		    json_t *, void *);
+static int	conf_route_host(struct conf_ctx *, const struct conf_key *,
+		    json_t *, void *);
+static int	conf_route_prefix(struct conf_ctx *, const struct conf_key *,
+		    json_t *, void *);
+static int	conf_route_deployment(struct conf_ctx *,
+		    const struct conf_key *, json_t *, void *);
+static int	conf_deployments(struct conf_ctx *, const struct conf_key *,
+		    json_t *, void *);
+static int	conf_spawn(struct conf_ctx *, const struct conf_key *, json_t *,
+		    void *);
+static int	conf_command(struct conf_ctx *, const struct conf_key *,
+		    json_t *, void *);
+static int	conf_endpoints(struct conf_ctx *, const struct conf_key *,
+		    json_t *, void *);
+
+#define T(f)	offsetof(struct conf, f)
+static const struct conf_key conf_top_keys[] = {
+	{ "listen", conf_listen, 0, 0, 0, 0 },
+	{ "admin", conf_admin, 0, 0, 0, 0 },
+	{ "workers", conf_workers, T(workers), 1, CONF_MAX_WORKERS, 0 },
+	{ "runtime_dir", conf_string, T(runtime_dir), 0, 0, 0 },
+	{ "log_level", conf_log_level, 0, 0, 0, 0 },
+	{ "limits", conf_limits, T(limits), 0, 0, 0 },
+	{ "timeouts", conf_timeouts, T(timeouts), 0, 0, 0 },
+	/* Before routes: a route must name a known deployment. */
+	{ "deployments", conf_deployments, 0, 0, 0, CONF_REQUIRED },
+	{ "routes", conf_routes, 0, 0, 0, CONF_REQUIRED },
+	{ NULL, NULL, 0, 0, 0, 0 }
+};
+#undef T
+
+#define L(f)	offsetof(struct conf_limits, f)
+static const struct conf_key conf_limits_keys[] = {
+	{ "max_request_line", conf_size, L(max_request_line), 256,
+	    1024 * 1024, 0 },
+	{ "max_header_bytes", conf_size, L(max_header_bytes), 1024,
+	    16 * 1024 * 1024, 0 },
+	{ "max_headers", conf_uint, L(max_headers), 1, 1000, 0 },
+	{ "max_body", conf_size, L(max_body), 0, 1LL << 40, 0 },
+	{ "max_connections", conf_uint, L(max_connections), 1, 10000000, 0 },
+	{ NULL, NULL, 0, 0, 0, 0 }
+};
+#undef L
+
+#define O(f)	offsetof(struct conf_timeouts, f)
+static const struct conf_key conf_timeouts_keys[] = {
+	{ "header", conf_seconds, O(header), 0, 0, 0 },
+	{ "body", conf_seconds, O(body), 0, 0, 0 },
+	{ "keepalive", conf_seconds, O(keepalive), 0, 0, 0 },
+	{ "request", conf_seconds, O(request), 0, 0, 0 },
+	{ "connect", conf_seconds, O(connect), 0, 0, 0 },
+	{ "queue", conf_seconds, O(queue), 0, 0, 0 },
+	{ "ping_interval", conf_seconds, O(ping_interval), 0, 0, 0 },
+	{ "drain", conf_seconds, O(drain), 0, 0, 0 },
+	{ NULL, NULL, 0, 0, 0, 0 }
+};
+#undef O
+
+#define R(f)	offsetof(struct conf_route, f)
+static const struct conf_key conf_route_keys[] = {
+	{ "host", conf_route_host, R(host), 0, 0, 0 },
+	{ "prefix", conf_route_prefix, 0, 0, 0, CONF_REQUIRED },
+	{ "deployment", conf_route_deployment, R(deployment), 0, 0,
+	    CONF_REQUIRED },
+	{ "strip_prefix", conf_bool, R(strip_prefix), 0, 0, 0 },
+	{ NULL, NULL, 0, 0, 0, 0 }
+};
+#undef R
+
+#define D(f)	offsetof(struct conf_deployment, f)
+static const struct conf_key conf_deployment_keys[] = {
+	{ "spawn", conf_spawn, 0, 0, 0, 0 },
+	{ "endpoints", conf_endpoints, 0, 0, 0, 0 },
+	{ "max_ongoing_requests", conf_uint, D(max_ongoing), 1, 100000, 0 },
+	{ "queue", conf_uint, D(queue_max), 0, 1000000, 0 },
+	{ "queue_timeout", conf_seconds, D(queue_timeout), 0, 0,
+	    CONF_ZERO_OK },
+	{ "request_timeout", conf_seconds, D(request_timeout), 0, 0,
+	    CONF_ZERO_OK },
+	{ "prewarm", conf_bool, D(prewarm), 0, 0, 0 },
+	{ NULL, NULL, 0, 0, 0, 0 }
+};
+
+static const struct conf_key conf_spawn_keys[] = {
+	{ "command", conf_command, 0, 0, 0, CONF_REQUIRED },
+	{ "replicas", conf_uint, D(replicas), 1, 1024, 0 },
+	{ NULL, NULL, 0, 0, 0, 0 }
+};
+#undef D
+
+static const char *conf_log_levels[] = { "warn", "info", "debug", NULL };
+
+/*
+ * Keys and values quoted in a message come from the file: control
+ * characters are replaced so the message stays one line in the log.
+ */
+static void
+conf_sanitize(char *s)
+{
+	for (; *s != '\0'; s++) {
+		if ((unsigned char)*s < 0x20 || *s == 0x7f)
+			*s = '?';
+	}
+}
+
+/* Write "FILE: key.path: message" into the caller's buffer; returns -1. */
+static int
+conf_error(struct conf_ctx *ctx, const char *fmt, ...)
+{
+	char	msg[512];
+	va_list	ap;
+
+	if (ctx->errlen == 0)
+		return (-1);
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof msg, fmt, ap);
+	va_end(ap);
+	if (ctx->kplen == 0)
+		snprintf(ctx->err, ctx->errlen, "%s: %s", ctx->conf->path, msg);
+	else
+		snprintf(ctx->err, ctx->errlen, "%s: %s: %s", ctx->conf->path,
+		    ctx->kpath, msg);
+	conf_sanitize(ctx->err);
+	return (-1);
+}
+
+/* Key paths longer than the buffer are cut short; conf_pop still works. */
+static size_t
+conf_push(struct conf_ctx *ctx, const char *name)
+{
+	size_t	old = ctx->kplen;
+	int	n;
+
+	n = snprintf(ctx->kpath + old, sizeof ctx->kpath - old, "%s%s",
+	    old == 0 ? "" : ".", name);
+	if (n > 0)
+		ctx->kplen += (size_t)n;
+	if (ctx->kplen >= sizeof ctx->kpath)
+		ctx->kplen = sizeof ctx->kpath - 1;
+	return (old);
+}
+
+static size_t
+conf_push_index(struct conf_ctx *ctx, size_t i)
+{
+	size_t	old = ctx->kplen;
+	int	n;
+
+	n = snprintf(ctx->kpath + old, sizeof ctx->kpath - old, "[%zu]", i);
+	if (n > 0)
+		ctx->kplen += (size_t)n;
+	if (ctx->kplen >= sizeof ctx->kpath)
+		ctx->kplen = sizeof ctx->kpath - 1;
+	return (old);
+}
+
+static void
+conf_pop(struct conf_ctx *ctx, size_t old)
+{
+	ctx->kplen = old;
+	ctx->kpath[old] = '\0';
+}
+
+/*
+ * Validate one object against its table and fill base.  Unknown keys are
+ * reported first, in the file's order, so a typo is never hidden behind a
+ * "missing key" error.
+ */
+static int
+conf_walk(struct conf_ctx *ctx, const struct conf_key *keys, json_t *obj,
+    void *base)
+{
+	const struct conf_key	*k;
+	const char		*name;
+	json_t			*v;
+	size_t			 old;
+	int			 rc;
+
+	if (!json_is_object(obj))
+		return (conf_error(ctx, "must be an object"));
+	json_object_foreach(obj, name, v) {
+		for (k = keys; k->name != NULL; k++) {
+			if (strcmp(k->name, name) == 0)
+				break;
+		}
+		if (k->name == NULL) {
+			conf_push(ctx, name);
+			return (conf_error(ctx, "unknown key"));
+		}
+	}
+	for (k = keys; k->name != NULL; k++) {
+		old = conf_push(ctx, k->name);
+		if ((v = json_object_get(obj, k->name)) == NULL) {
+			if (k->flags & CONF_REQUIRED)
+				return (conf_error(ctx, "required key missing"));
+			conf_pop(ctx, old);
+			continue;
+		}
+		rc = k->fn(ctx, k, v, base);
+		if (rc == -1)
+			return (-1);
+		conf_pop(ctx, old);
+	}
+	return (0);
+}
+
+static char *
+conf_strdup(const char *s)
+{
+	char	*p;
+
+	if ((p = strdup(s)) == NULL)
+		abort();	/* conf is loaded at start-up: no way on */
+	return (p);
+}
+
+static int
+conf_int_value(struct conf_ctx *ctx, const struct conf_key *k, json_t *v,
+    long long *out)
+{
+	if (!json_is_integer(v) || json_integer_value(v) < k->min ||
+	    json_integer_value(v) > k->max)
+		return (conf_error(ctx, "must be an integer in %lld..%lld",
+		    k->min, k->max));
+	*out = json_integer_value(v);
+	return (0);
+}
+
+static int
+conf_uint(struct conf_ctx *ctx, const struct conf_key *k, json_t *v,
+    void *base)
+{
+	long long	n = 0;
+
+	if (conf_int_value(ctx, k, v, &n) == -1)
+		return (-1);
+	*(unsigned *)((char *)base + k->off) = (unsigned)n;
+	return (0);
+}
+
+static int
+conf_size(struct conf_ctx *ctx, const struct conf_key *k, json_t *v,
+    void *base)
+{
+	long long	n = 0;
+
+	if (conf_int_value(ctx, k, v, &n) == -1)
+		return (-1);
+	*(size_t *)((char *)base + k->off) = (size_t)n;
+	return (0);
+}
+
+/* Seconds: an integer or a real; 0 only where it means "the default". */
+static int
+conf_seconds(struct conf_ctx *ctx, const struct conf_key *k, json_t *v,
+    void *base)
+{
+	double	d;
+
+	d = json_is_number(v) ? json_number_value(v) : -1;
+	if (k->flags & CONF_ZERO_OK) {
+		if (!(d >= 0 && d <= CONF_MAX_SECONDS))
+			return (conf_error(ctx, "must be a number of seconds "
+			    "in 0..%d", CONF_MAX_SECONDS));
+	} else if (!(d > 0 && d <= CONF_MAX_SECONDS))
+		return (conf_error(ctx, "must be a number of seconds > 0 and "
+		    "<= %d", CONF_MAX_SECONDS));
+	*(double *)((char *)base + k->off) = d;
+	return (0);
+}
+
+static int
+conf_bool(struct conf_ctx *ctx, const struct conf_key *k, json_t *v,
+    void *base)
+{
+	if (!json_is_boolean(v))
+		return (conf_error(ctx, "must be true or false"));
+	*(int *)((char *)base + k->off) = json_is_true(v);
+	return (0);
+}
+
+static int
+conf_string(struct conf_ctx *ctx, const struct conf_key *k, json_t *v,
+    void *base)
+{
+	char	**p = (char **)((char *)base + k->off);
+
+	if (!json_is_string(v) || json_string_length(v) == 0)
+		return (conf_error(ctx, "must be a non-empty string"));
+	free(*p);
+	*p = conf_strdup(json_string_value(v));
+	return (0);
+}
+
+static int
+conf_port_check(struct conf_ctx *ctx, const char *s, const char *port)
+{
+	unsigned long	v = 0;
+	const char	*p;
+
+	if (*port == '\0')
+		return (conf_error(ctx, "bad address \"%s\": missing port", s));
+	for (p = port; *p != '\0'; p++) {
+		if (*p < '0' || *p > '9' || p - port > 5)
+			return (conf_error(ctx, "bad address \"%s\": bad port",
+			    s));
+		v = v * 10 + (unsigned long)(*p - '0');
+	}
+	if (v > 65535)
+		return (conf_error(ctx, "bad address \"%s\": port out of range",
+		    s));
+	return (0);
+}
+
+/*
+ * Check an address's syntax.  Literal addresses, unix paths and
+ * "localhost" go through net_addr_parse(); other host names are only
+ * checked for shape, because conf_load (and "ingressd -t") must not wait
+ * on DNS: the registry resolves them when it starts.
+ */
+static int
+conf_check_addr(struct conf_ctx *ctx, const char *s)
+{
+	struct net_addr	 na;
+	struct in_addr	 in;
+	char		 host[256], msg[256];
+	const char	*colon, *p;
+	size_t		 hlen;
+
+	if (strncmp(s, "unix:", 5) == 0 || s[0] == '[' ||
+	    (colon = strrchr(s, ':')) == NULL)
+		goto parse;
+	hlen = (size_t)(colon - s);
+	if (hlen == 0 || hlen >= sizeof host || memchr(s, ':', hlen) != NULL)
+		goto parse;
+	memcpy(host, s, hlen);
+	host[hlen] = '\0';
+	if (inet_pton(AF_INET, host, &in) == 1 ||
+	    strcasecmp(host, "localhost") == 0)
+		goto parse;
+
+	if (hlen > CONF_HOST_MAX)
+		return (conf_error(ctx, "bad address \"%s\": host name too "
+		    "long", s));
+	for (p = host; *p != '\0'; p++) {
+		if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
+		    (*p >= '0' && *p <= '9') || *p == '.' || *p == '-' ||
+		    *p == '_'))
+			return (conf_error(ctx, "bad address \"%s\": bad host "
+			    "name", s));
+	}
+	return (conf_port_check(ctx, s, colon + 1));
+
+parse:
+	if (net_addr_parse(s, &na, msg, sizeof msg) == -1)
+		return (conf_error(ctx, "%s", msg));
+	return (0);
+}
+
+/* A string or a non-empty array of strings, each a valid address. */
+static int
+conf_addr_list(struct conf_ctx *ctx, json_t *v, int single_ok, char ***list,
+    unsigned *n)
+{
+	json_t	*e;
+	size_t	 i, old;
+
+	if (single_ok && json_is_string(v)) {
+		if (conf_check_addr(ctx, json_string_value(v)) == -1)
+			return (-1);
+		*list = calloc(1, sizeof **list);
+		if (*list == NULL)
+			abort();
+		(*list)[0] = conf_strdup(json_string_value(v));
+		*n = 1;
+		return (0);
+	}
+	if (!json_is_array(v) || json_array_size(v) == 0)
+		return (conf_error(ctx, "must be %sa non-empty array of address "
+		    "strings", single_ok ? "an address string or " : ""));
+	if ((*list = calloc(json_array_size(v), sizeof **list)) == NULL)
+		abort();
+	*n = (unsigned)json_array_size(v);
+	json_array_foreach(v, i, e) {
+		old = conf_push_index(ctx, i);
+		if (!json_is_string(e))
+			return (conf_error(ctx, "must be an address string"));
+		if (conf_check_addr(ctx, json_string_value(e)) == -1)
+			return (-1);
+		(*list)[i] = conf_strdup(json_string_value(e));
+		conf_pop(ctx, old);
+	}
+	return (0);
+}
+
+static int
+conf_listen(struct conf_ctx *ctx, const struct conf_key *k, json_t *v,
+    void *base)
+{
+	struct conf	*conf = base;
+
+	return (conf_addr_list(ctx, v, 1, &conf->listen, &conf->nlisten));
+}
+
+static int
+conf_admin(struct conf_ctx *ctx, const struct conf_key *k, json_t *v,
+    void *base)
+{
+	struct conf	*conf = base;
+
+	if (json_is_null(v))
+		return (0);
+	if (!json_is_string(v))
+		return (conf_error(ctx, "must be an address string or null"));
+	if (conf_check_addr(ctx, json_string_value(v)) == -1)
+		return (-1);
+	conf->admin = conf_strdup(json_string_value(v));
+	return (0);
+}
+
+/* "auto" is one worker per online CPU, capped. */
+static int
+conf_workers(struct conf_ctx *ctx, const struct conf_key *k, json_t *v,
+    void *base)
+{
+	struct conf	*conf = base;
+	long		 ncpu;
+
+	if (json_is_string(v) && strcmp(json_string_value(v), "auto") == 0) {
+		ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+		if (ncpu < 1)
+			ncpu = 1;
+		if (ncpu > CONF_MAX_WORKERS)
+			ncpu = CONF_MAX_WORKERS;
+		conf->workers = (unsigned)ncpu;
+		return (0);
+	}
+	if (!json_is_integer(v) || json_integer_value(v) < k->min ||
+	    json_integer_value(v) > k->max)
+		return (conf_error(ctx, "must be an integer in %lld..%lld or "
+		    "\"auto\"", k->min, k->max));
+	conf->workers = (unsigned)json_integer_value(v);
+	return (0);
+}
+
+static int
+conf_log_level(struct conf_ctx *ctx, const struct conf_key *k, json_t *v,
+    void *base)
+{
+	struct conf	*conf = base;
+	size_t		 i;
+
+	for (i = 0; json_is_string(v) && conf_log_levels[i] != NULL; i++) {
+		if (strcmp(json_string_value(v), conf_log_levels[i]) == 0) {
+			conf->log_level = conf_strdup(conf_log_levels[i]);
+			return (0);
+		}
+	}
+	return (conf_error(ctx, "must be one of \"warn\", \"info\", "
+	    "\"debug\""));
+}
+
+static int
+conf_limits(struct conf_ctx *ctx, const struct conf_key *k, json_t *v,
+    void *base)
+{
+	return (conf_walk(ctx, conf_limits_keys, v, (char *)base + k->off));
+}
+
+static int
+conf_timeouts(struct conf_ctx *ctx, const struct conf_key *k, json_t *v,
+    void *base)
+{
+	return (conf_walk(ctx, conf_timeouts_keys, v, (char *)base + k->off));
+}
+
+/* A route host: a name or "[v6]", no port (the request's port is ignored). */
+static int
+conf_route_host(struct conf_ctx *ctx, const struct conf_key *k, json_t *v,
+    void *base)
+{
+	const char	*s;
+	size_t		 len;
+
+	if (conf_string(ctx, k, v, base) == -1)
+		return (-1);
+	s = json_string_value(v);
+	len = strlen(s);
+	if (s[0] == '[' ? s[len - 1] != ']' : strchr(s, ':') != NULL)
+		return (conf_error(ctx, "must be a host name without a port"));
+	return (0);
+}
+
+static int
+conf_route_prefix(struct conf_ctx *ctx, const struct conf_key *k, json_t *v,
+    void *base)
+{
+	struct conf_route	*r = base;
+
+	if (!json_is_string(v) || json_string_value(v)[0] != '/')
+		return (conf_error(ctx, "must be a string starting with '/'"));
+	r->prefix = conf_strdup(json_string_value(v));
+	r->prefix_len = strlen(r->prefix);
+	return (0);
+}
+
+static int
+conf_route_deployment(struct conf_ctx *ctx, const struct conf_key *k,
+    json_t *v, void *base)
+{
+	if (!json_is_string(v))
+		return (conf_error(ctx, "must be a string"));
+	if (conf_find_deployment(ctx->conf, json_string_value(v)) == NULL)
+		return (conf_error(ctx, "no deployment named \"%s\"",
+		    json_string_value(v)));
+	return (conf_string(ctx, k, v, base));
+}
+
+static int
+conf_same_host(const char *a, const char *b)
+{
+	if (a == NULL || b == NULL)
+		return (a == b);
+	return (strcasecmp(a, b) == 0);
+}
+
+/* Routes are few (hundreds): a pairwise duplicate check is fine. */
+static int
+conf_routes(struct conf_ctx *ctx, const struct conf_key *k, json_t *v,
+    void *base)
+{
+	struct conf		*conf = base;
+	struct conf_route	*r, *o;
+	json_t			*e;
+	size_t			 i, j, old;
+
+	if (!json_is_array(v))
+		return (conf_error(ctx, "must be an array"));
+	if (json_array_size(v) == 0)
+		return (0);
+	conf->routes = calloc(json_array_size(v), sizeof *conf->routes);
+	if (conf->routes == NULL)
+		abort();
+	conf->nroutes = (unsigned)json_array_size(v);
+	json_array_foreach(v, i, e) {
+		old = conf_push_index(ctx, i);
+		r = &conf->routes[i];
+		if (conf_walk(ctx, conf_route_keys, e, r) == -1)
+			return (-1);
+		for (j = 0; j < i; j++) {
+			o = &conf->routes[j];
+			if (strcmp(o->prefix, r->prefix) == 0 &&
+			    conf_same_host(o->host, r->host))
+				return (conf_error(ctx, "same host and prefix "
+				    "as routes[%zu]", j));
+		}
+		conf_pop(ctx, old);
+	}
+	return (0);
+}
+
+static int
+conf_name_ok(const char *s)
+{
+	size_t	len = strlen(s);
+
+	if (len == 0 || len > CONF_NAME_MAX)
+		return (0);
+	return (strspn(s, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+	    "0123456789._-") == len);
+}
+
+/* Fill one deployment; per-deployment timeouts default to the global ones. */
+static int
+conf_deployment(struct conf_ctx *ctx, struct conf_deployment *d,
+    const char *name, json_t *v)
+{
+	json_t	*spawn, *endpoints;
+
+	if (!conf_name_ok(name))
+		return (conf_error(ctx, "bad deployment name (1..%d characters "
+		    "of A-Z a-z 0-9 . _ -)", CONF_NAME_MAX));
+	d->name = conf_strdup(name);
+	d->replicas = 1;
+	d->max_ongoing = 100;
+	d->queue_max = 1024;
+	if (conf_walk(ctx, conf_deployment_keys, v, d) == -1)
+		return (-1);
+	spawn = json_object_get(v, "spawn");
+	endpoints = json_object_get(v, "endpoints");
+	if ((spawn == NULL) == (endpoints == NULL))
+		return (conf_error(ctx, "needs exactly one of \"spawn\" or "
+		    "\"endpoints\""));
+	d->source = spawn != NULL ? CONF_SPAWN : CONF_ENDPOINTS;
+	if (d->source == CONF_ENDPOINTS)
+		d->replicas = d->nendpoints;
+	if (d->queue_timeout == 0)
+		d->queue_timeout = ctx->conf->timeouts.queue;
+	if (d->request_timeout == 0)
+		d->request_timeout = ctx->conf->timeouts.request;
+	return (0);
+}
+
+static int
+conf_deployments(struct conf_ctx *ctx, const struct conf_key *k, json_t *v,
+    void *base)
+{
+	struct conf	*conf = base;
+	const char	*name;
+	json_t		*e;
+	size_t		 old;
+
+	if (!json_is_object(v))
+		return (conf_error(ctx, "must be an object"));
+	if (json_object_size(v) == 0)
+		return (0);
+	conf->deployments = calloc(json_object_size(v),
+	    sizeof *conf->deployments);
+	if (conf->deployments == NULL)
+		abort();
+	json_object_foreach(v, name, e) {
+		old = conf_push(ctx, name);
+		/* Counted as filled before the walk so conf_free sees it. */
+		conf->ndeployments++;
+		if (conf_deployment(ctx,
+		    &conf->deployments[conf->ndeployments - 1], name, e) == -1)
+			return (-1);
+		conf_pop(ctx, old);
+	}
+	return (0);
+}
+
+static int
+conf_spawn(struct conf_ctx *ctx, const struct conf_key *k, json_t *v,
+    void *base)
+{
+	return (conf_walk(ctx, conf_spawn_keys, v, base));
+}
+
+static int
+conf_command(struct conf_ctx *ctx, const struct conf_key *k, json_t *v,
+    void *base)
+{
+	struct conf_deployment	*d = base;
+	json_t			*e;
+	size_t			 i, old;
+
+	if (!json_is_array(v) || json_array_size(v) == 0)
+		return (conf_error(ctx, "must be a non-empty array of strings"));
+	/* NULL-terminated, so a partly filled argv still frees cleanly. */
+	d->command = calloc(json_array_size(v) + 1, sizeof *d->command);
+	if (d->command == NULL)
+		abort();
+	json_array_foreach(v, i, e) {
+		old = conf_push_index(ctx, i);
+		if (!json_is_string(e) ||
+		    (i == 0 && json_string_length(e) == 0))
+			return (conf_error(ctx, i == 0 ? "must be a non-empty "
+			    "string" : "must be a string"));
+		d->command[i] = conf_strdup(json_string_value(e));
+		conf_pop(ctx, old);
+	}
+	return (0);
+}
+
+static int
+conf_endpoints(struct conf_ctx *ctx, const struct conf_key *k, json_t *v,
+    void *base)
+{
+	struct conf_deployment	*d = base;
+
+	return (conf_addr_list(ctx, v, 0, &d->endpoints, &d->nendpoints));
+}
+
+static void
+conf_defaults(struct conf *conf)
+{
+	conf->workers = 1;
+	conf->limits.max_request_line = 8192;
+	conf->limits.max_header_bytes = 32768;
+	conf->limits.max_headers = 100;
+	conf->limits.max_body = 16777216;
+	conf->limits.max_connections = 10000;
+	conf->timeouts.header = 10;
+	conf->timeouts.body = 60;
+	conf->timeouts.keepalive = 75;
+	conf->timeouts.request = 60;
+	conf->timeouts.connect = 5;
+	conf->timeouts.queue = 5;
+	conf->timeouts.ping_interval = 5;
+	conf->timeouts.drain = 30;
+}
+
+/* Defaults that are allocated: set only if the file did not. */
+static void
+conf_defaults_after(struct conf *conf)
+{
+	if (conf->nlisten == 0) {
+		if ((conf->listen = calloc(1, sizeof *conf->listen)) == NULL)
+			abort();
+		conf->listen[0] = conf_strdup("127.0.0.1:8000");
+		conf->nlisten = 1;
+	}
+	if (conf->log_level == NULL)
+		conf->log_level = conf_strdup("info");
+}
+
+struct conf *
+conf_load(const char *path, char *err, size_t errlen)
+{
+	struct conf_ctx	 ctx;
+	struct conf	*conf;
+	json_error_t	 jerr;
+	json_t		*root;
+	FILE		*fp;
+
+	if ((fp = fopen(path, "r")) == NULL) {
+		snprintf(err, errlen, "%s: %s", path, strerror(errno));
+		return (NULL);
+	}
+	root = json_loadf(fp, JSON_REJECT_DUPLICATES, &jerr);
+	fclose(fp);
+	if (root == NULL) {
+		snprintf(err, errlen, "%s:%d:%d: %s", path, jerr.line,
+		    jerr.column, jerr.text);
+		if (errlen > 0)
+			conf_sanitize(err);
+		return (NULL);
+	}
+
+	if ((conf = calloc(1, sizeof *conf)) == NULL)
+		abort();
+	conf->path = conf_strdup(path);
+	conf_defaults(conf);
+	memset(&ctx, 0, sizeof ctx);
+	ctx.conf = conf;
+	ctx.err = err;
+	ctx.errlen = errlen;
+	if (!json_is_object(root)) {
+		conf_error(&ctx, "must be a JSON object at the top level");
+		goto fail;
+	}
+	if (conf_walk(&ctx, conf_top_keys, root, conf) == -1)
+		goto fail;
+	conf_defaults_after(conf);
+	json_decref(root);
+	return (conf);
+
+fail:
+	json_decref(root);
+	conf_free(conf);
+	return (NULL);
+}
+
+static void
+conf_free_strv(char **v, size_t n)
+{
+	size_t	i;
+
+	if (v == NULL)
+		return;
+	for (i = 0; i < n; i++)
+		free(v[i]);
+	free(v);
+}
+
+void
+conf_free(struct conf *conf)
+{
+	struct conf_deployment	*d;
+	struct conf_route	*r;
+	size_t			 i, n;
+
+	if (conf == NULL)
+		return;
+	for (i = 0; i < conf->nroutes; i++) {
+		r = &conf->routes[i];
+		free(r->host);
+		free(r->prefix);
+		free(r->deployment);
+	}
+	free(conf->routes);
+	for (i = 0; i < conf->ndeployments; i++) {
+		d = &conf->deployments[i];
+		free(d->name);
+		for (n = 0; d->command != NULL && d->command[n] != NULL; n++)
+			continue;
+		conf_free_strv(d->command, n);
+		conf_free_strv(d->endpoints, d->nendpoints);
+	}
+	free(conf->deployments);
+	conf_free_strv(conf->listen, conf->nlisten);
+	free(conf->admin);
+	free(conf->runtime_dir);
+	free(conf->log_level);
+	free(conf->path);
+	free(conf);
+}
+
+const struct conf_deployment *
+conf_find_deployment(const struct conf *conf, const char *name)
+{
+	unsigned	i;
+
+	for (i = 0; i < conf->ndeployments; i++) {
+		if (conf->deployments[i].name != NULL &&
+		    strcmp(conf->deployments[i].name, name) == 0)
+			return (&conf->deployments[i]);
+	}
+	return (NULL);
+}

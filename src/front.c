@@ -1,0 +1,632 @@
+/*
+ * front.c -- a client connection (see front.h).
+ *
+ * One request at a time: the parser stops after each message, and the next
+ * one is parsed only when the current response is complete, so pipelined
+ * responses go back in order without a reorder buffer.
+ *
+ * A request ends when both halves are done: the request read (req_done)
+ * and the response written (resp_done).  Either can finish first: a replica
+ * may answer before the upload ends (the rest of the body is then read and
+ * dropped), and a client may send its whole body before the answer starts.
+ *
+ * Callbacks may arrive from inside the parser or from an upstream's read
+ * loop, so nothing here frees the connection synchronously: front_close()
+ * only marks it, and the resume event frees it from the top of the loop.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/event.h>
+
+#include "admin.h"
+#include "conf.h"
+#include "front.h"
+#include "handle.h"
+#include "http1.h"
+#include "log.h"
+#include "net.h"
+#include "resp.h"
+#include "route.h"
+#include "stream.h"
+#include "wire.h"
+#include "worker.h"
+
+/* Input is read up to this much ahead of the parser. */
+#define FRONT_READ_HIGH		(256 * 1024)
+#define FRONT_MAX_RID		128
+
+enum front_timer { T_NONE, T_HEADER, T_BODY, T_IDLE };
+
+struct front {
+	struct worker	*w;
+	struct bufferevent *bev;
+	struct http1	*parser;
+	struct event	*timer;
+	struct event	*resume;	/* deferred work: next request or free */
+	enum front_timer timer_kind;
+	int		 admin;		/* accepted on the admin listener */
+	int		 closing;	/* free once the output is flushed */
+	char		 peer[64];
+
+	/* The current request. */
+	const struct http1_request *req;
+	struct stream	*stream;
+	int		 req_done;	/* the whole request was read */
+	int		 resp_done;	/* the whole response was queued */
+	int		 resp_started;	/* a status line went out */
+	int		 local_status;	/* answered here (404, admin...) */
+	const char	*local_why;
+	int		 keep_alive;
+	int		 minor;
+	int		 is_head;
+	enum resp_framing framing;
+	int64_t		 resp_left;	/* RESP_LENGTH: bytes still due */
+	char		 request_id[FRONT_MAX_RID + 1];
+	char		*target;	/* rewritten target (strip_prefix) */
+	size_t		 target_cap;
+};
+
+static void	front_process(struct front *);
+static void	front_close(struct front *);
+
+/* Timers ----------------------------------------------------------------- */
+
+static void
+front_arm(struct front *f, enum front_timer kind)
+{
+	const struct conf_timeouts *t = &worker_conf(f->w)->timeouts;
+	double secs = kind == T_HEADER ? t->header : kind == T_BODY ? t->body :
+	    t->keepalive;
+	struct timeval tv;
+
+	f->timer_kind = kind;
+	tv.tv_sec = (time_t)secs;
+	tv.tv_usec = (suseconds_t)((secs - (double)tv.tv_sec) * 1e6);
+	evtimer_add(f->timer, &tv);
+}
+
+static void
+front_disarm(struct front *f)
+{
+	f->timer_kind = T_NONE;
+	evtimer_del(f->timer);
+}
+
+static void
+front_schedule(struct front *f)
+{
+	event_active(f->resume, 0, 0);
+}
+
+/* Writing ------------------------------------------------------------- */
+
+static struct evbuffer *
+front_out(struct front *f)
+{
+	return bufferevent_get_output(f->bev);
+}
+
+/* A response made here, not by a replica. */
+static void
+front_respond_local(struct front *f, int status, const char *why)
+{
+	resp_error(front_out(f), f->minor, status, why, f->request_id,
+	    f->keep_alive, f->is_head);
+	f->resp_started = 1;
+	f->resp_done = 1;
+}
+
+static void
+front_respond_admin(struct front *f)
+{
+	const char *ctype = "application/json";
+	char *body = NULL;
+	size_t len = 0;
+	int status;
+
+	status = admin_handle(f->w, f->req, f->admin, &body, &len, &ctype);
+	if (body == NULL) {
+		front_respond_local(f, status, NULL);
+	} else {
+		resp_simple(front_out(f), f->minor, status, ctype, body, len,
+		    f->request_id, f->keep_alive, f->is_head);
+		f->resp_started = 1;
+		f->resp_done = 1;
+	}
+	free(body);
+}
+
+/* Stream callbacks: the replica's answer --------------------------------- */
+
+static void
+front_resp_head(void *arg, int status, const struct wire_field *fields,
+    unsigned n, int end)
+{
+	struct front *f = arg;
+	int64_t clen = resp_content_length(fields, n);
+
+	if (clen == -2) {
+		/* Unusable framing: fail it as the replica's fault. */
+		f->local_status = 502;
+		clen = -1;
+	}
+	if (f->is_head || status == 204 || status == 304)
+		f->framing = RESP_NONE;
+	else if (clen >= 0)
+		f->framing = RESP_LENGTH;
+	else if (f->minor == 1)
+		f->framing = RESP_CHUNKED;
+	else
+		f->framing = RESP_CLOSE;
+	if (f->framing == RESP_CLOSE)
+		f->keep_alive = 0;
+	f->resp_left = clen >= 0 ? clen : 0;
+	if (f->local_status == 502) {
+		front_respond_local(f, 502, "replica sent a bad Content-Length");
+		return;
+	}
+	resp_head(front_out(f), f->minor, status, fields, n, f->request_id,
+	    f->framing, clen, f->keep_alive);
+	f->resp_started = 1;
+}
+
+static void
+front_resp_data(void *arg, struct evbuffer *buf)
+{
+	struct front *f = arg;
+	size_t n = evbuffer_get_length(buf);
+
+	if (!f->resp_started || f->resp_done || f->framing == RESP_NONE) {
+		evbuffer_drain(buf, n);
+		return;
+	}
+	switch (f->framing) {
+	case RESP_LENGTH:
+		if ((int64_t)n > f->resp_left) {
+			/* More than it announced: cut it off there. */
+			evbuffer_remove_buffer(buf, front_out(f),
+			    (size_t)f->resp_left);
+			evbuffer_drain(buf, evbuffer_get_length(buf));
+			f->resp_left = 0;
+			f->keep_alive = 0;
+			return;
+		}
+		f->resp_left -= (int64_t)n;
+		evbuffer_add_buffer(front_out(f), buf);
+		break;
+	case RESP_CHUNKED:
+		resp_chunk(front_out(f), buf);
+		break;
+	default:
+		evbuffer_add_buffer(front_out(f), buf);
+		break;
+	}
+}
+
+/* The stream is over: let go of it, then carry on from the loop's top. */
+static void
+front_stream_done(struct front *f)
+{
+	stream_free(f->stream);
+	f->stream = NULL;
+	f->resp_done = 1;
+	front_schedule(f);
+}
+
+static void
+front_resp_end(void *arg)
+{
+	struct front *f = arg;
+
+	if (f->resp_started && !f->resp_done) {
+		if (f->framing == RESP_CHUNKED)
+			resp_chunk_end(front_out(f));
+		else if (f->framing == RESP_LENGTH && f->resp_left > 0)
+			f->keep_alive = 0;	/* short body: the client sees
+						 * the connection close */
+	}
+	if (!f->keep_alive && !f->req_done)
+		f->req_done = 1;	/* no need to read the rest */
+	front_stream_done(f);
+}
+
+static void
+front_resp_fail(void *arg, int status, const char *why)
+{
+	struct front *f = arg;
+
+	log_debug("request %s: %d: %s", f->request_id, status, why);
+	if (!f->resp_started) {
+		front_respond_local(f, status, why);
+	} else if (!f->resp_done) {
+		/* Mid-response: only a cut connection tells the truth. */
+		f->keep_alive = 0;
+		f->req_done = 1;
+	}
+	front_stream_done(f);
+}
+
+static void
+front_stream_attached(void *arg)
+{
+	struct front *f = arg;
+
+	/* Body bytes may be waiting in the input for the stream. */
+	bufferevent_enable(f->bev, EV_READ);
+	front_schedule(f);
+}
+
+static const struct stream_ops front_stream_ops = {
+	front_resp_head, front_resp_data, front_resp_end, front_resp_fail,
+	front_stream_attached,
+};
+
+/* Parser callbacks: the client's request ------------------------------- */
+
+/* X-Request-Id from the client if it is sane, else a new one. */
+static void
+front_request_id(struct front *f, const struct http1_request *r)
+{
+	unsigned i;
+	size_t k;
+
+	for (i = 0; i < r->nfields; i++) {
+		const struct http1_field *fl = &r->fields[i];
+
+		if (strcasecmp(fl->name, "x-request-id") != 0 ||
+		    fl->value_len == 0 || fl->value_len > FRONT_MAX_RID)
+			continue;
+		for (k = 0; k < fl->value_len; k++) {
+			if (fl->value[k] <= ' ' || fl->value[k] > '~')
+				break;
+		}
+		if (k == fl->value_len) {
+			memcpy(f->request_id, fl->value, fl->value_len);
+			f->request_id[fl->value_len] = '\0';
+			return;
+		}
+	}
+	worker_request_id(f->w, f->request_id, sizeof(f->request_id));
+}
+
+/* The target the replica sees: without the route's prefix if asked. */
+static const char *
+front_target(struct front *f, const struct conf_route *rt,
+    const struct http1_request *r, size_t *len)
+{
+	const char *rest;
+	size_t restlen;
+
+	*len = r->target_len;
+	if (!rt->strip_prefix || rt->prefix_len <= 1)
+		return r->target;
+	rest = r->target + rt->prefix_len;
+	restlen = r->target_len - rt->prefix_len;
+	if (rt->prefix[rt->prefix_len - 1] == '/') {
+		rest--;		/* keep the slash the prefix ended with */
+		restlen++;
+	}
+	if (restlen + 2 > f->target_cap) {
+		char *t = realloc(f->target, restlen + 2);
+
+		if (t == NULL)
+			return r->target;
+		f->target = t;
+		f->target_cap = restlen + 2;
+	}
+	if (restlen == 0 || rest[0] != '/') {
+		f->target[0] = '/';
+		memcpy(f->target + 1, rest, restlen);
+		*len = restlen + 1;
+	} else {
+		memcpy(f->target, rest, restlen);
+		*len = restlen;
+	}
+	return f->target;
+}
+
+static int
+front_req_head(void *arg, struct http1_request *r)
+{
+	struct front *f = arg;
+	const struct conf_route *rt;
+	struct stream_info info;
+	struct handle *h;
+
+	f->req = r;
+	f->minor = r->minor;
+	f->is_head = r->is_head;
+	f->keep_alive = r->keep_alive;
+	front_request_id(f, r);
+	front_arm(f, T_BODY);
+	if (r->nfields > WIRE_MAX_FIELDS - 2)
+		return 431;
+	if (admin_is_admin_path(r->target, r->path_len)) {
+		f->local_status = -1;		/* answered at the end */
+		return 0;
+	}
+	rt = f->admin ? NULL : route_match(worker_routes(f->w), r->host,
+	    r->host_len, r->target, r->path_len);
+	if (rt == NULL) {
+		f->local_status = 404;
+		f->local_why = "no route for this path";
+		return 0;
+	}
+	if ((h = handle_get(f->w, rt->deployment)) == NULL) {
+		f->local_status = 503;
+		f->local_why = "unknown deployment";
+		return 0;
+	}
+	if (r->expect_continue && r->minor == 1 && r->has_body)
+		evbuffer_add(front_out(f), "HTTP/1.1 100 Continue\r\n\r\n", 25);
+	memset(&info, 0, sizeof(info));
+	info.req = r;
+	info.deployment = handle_name(h);
+	info.target = front_target(f, rt, r, &info.target_len);
+	info.request_id = f->request_id;
+	info.client_addr = f->peer;
+	info.timeout = handle_request_timeout(h);
+	if ((f->stream = stream_new(f->w, &info, &front_stream_ops, f)) == NULL) {
+		f->local_status = 503;
+		f->local_why = "out of memory";
+		return 0;
+	}
+	stream_submit(f->stream, h);	/* may fail it at once (queue full) */
+	return 0;
+}
+
+static int
+front_req_body(void *arg, const char *p, size_t n)
+{
+	struct front *f = arg;
+
+	if (f->stream != NULL)
+		stream_body(f->stream, p, n);
+	return 0;
+}
+
+static int
+front_req_end(void *arg)
+{
+	struct front *f = arg;
+
+	f->req_done = 1;
+	front_disarm(f);
+	if (f->stream != NULL)
+		stream_body_end(f->stream);
+	else if (f->local_status == -1)
+		front_respond_admin(f);
+	else if (f->local_status != 0 && !f->resp_done)
+		front_respond_local(f, f->local_status, f->local_why);
+	return 0;
+}
+
+static const struct http1_callbacks front_http1_callbacks = {
+	front_req_head, front_req_body, front_req_end,
+};
+
+/* The connection ------------------------------------------------------- */
+
+static void
+front_free(struct front *f)
+{
+	if (f->stream != NULL)
+		stream_abort(f->stream);
+	http1_free(f->parser);
+	bufferevent_free(f->bev);
+	event_free(f->timer);
+	event_free(f->resume);
+	free(f->target);
+	worker_conn_close(f->w);
+	free(f);
+}
+
+/* Stop reading; free once what we wrote has gone out. */
+static void
+front_close(struct front *f)
+{
+	f->closing = 1;
+	front_disarm(f);
+	bufferevent_disable(f->bev, EV_READ);
+	if (f->stream != NULL) {
+		stream_abort(f->stream);
+		f->stream = NULL;
+	}
+	/* A client that never reads must not keep us forever. */
+	front_arm(f, T_HEADER);
+	front_schedule(f);
+}
+
+/* Both halves done: reset for the next request on this connection. */
+static void
+front_next(struct front *f)
+{
+	http1_next(f->parser);
+	f->req = NULL;
+	f->req_done = f->resp_done = f->resp_started = 0;
+	f->local_status = 0;
+	f->local_why = NULL;
+	f->framing = RESP_LENGTH;
+	f->resp_left = 0;
+	f->request_id[0] = '\0';
+	if (!f->keep_alive) {
+		front_close(f);
+		return;
+	}
+	front_arm(f, evbuffer_get_length(bufferevent_get_input(f->bev)) > 0 ?
+	    T_HEADER : T_IDLE);
+}
+
+static void
+front_parse_error(struct front *f)
+{
+	int status = http1_error_status(f->parser);
+
+	log_debug("client %s: %d: %s", f->peer, status,
+	    http1_error_reason(f->parser));
+	f->keep_alive = 0;
+	if (f->stream != NULL) {
+		stream_abort(f->stream);
+		f->stream = NULL;
+	}
+	if (!f->resp_started)
+		resp_error(front_out(f), 1, status,
+		    http1_error_reason(f->parser), f->request_id[0] ?
+		    f->request_id : NULL, 0, 0);
+	front_close(f);
+}
+
+static void
+front_process(struct front *f)
+{
+	struct evbuffer *in = bufferevent_get_input(f->bev);
+	struct evbuffer_iovec v;
+	enum http1_state st;
+	size_t consumed;
+
+	while (!f->closing) {
+		if (f->req_done) {
+			if (!f->resp_done)
+				return;		/* the answer is on its way */
+			front_next(f);
+			continue;
+		}
+		if (f->stream != NULL && !stream_is_attached(f->stream)) {
+			/* No replica yet: leave the body in the socket. */
+			bufferevent_disable(f->bev, EV_READ);
+			return;
+		}
+		if (evbuffer_peek(in, -1, NULL, &v, 1) < 1 || v.iov_len == 0)
+			return;
+		if (http1_idle(f->parser) && f->timer_kind == T_IDLE)
+			front_arm(f, T_HEADER);
+		st = http1_feed(f->parser, v.iov_base, v.iov_len, &consumed);
+		evbuffer_drain(in, consumed);
+		if (st == HTTP1_ERROR) {
+			front_parse_error(f);
+			return;
+		}
+		if (f->req != NULL && !f->req_done && f->timer_kind == T_BODY)
+			front_arm(f, T_BODY);	/* the body made progress */
+	}
+}
+
+static void
+front_read_cb(struct bufferevent *bev, void *arg)
+{
+	front_process(arg);
+}
+
+static void
+front_write_cb(struct bufferevent *bev, void *arg)
+{
+	struct front *f = arg;
+
+	if (f->closing)
+		front_schedule(f);
+}
+
+static void
+front_resume_cb(evutil_socket_t fd, short ev, void *arg)
+{
+	struct front *f = arg;
+
+	if (f->closing) {
+		if (evbuffer_get_length(front_out(f)) == 0)
+			front_free(f);
+		return;
+	}
+	front_process(f);
+}
+
+static void
+front_event_cb(struct bufferevent *bev, short what, void *arg)
+{
+	struct front *f = arg;
+
+	if (what & BEV_EVENT_ERROR)
+		log_debug("client %s: %s", f->peer,
+		    evutil_socket_error_to_string(EVUTIL_SOCKET_ERROR()));
+	/* EOF or error: whatever is in flight is abandoned (CANCEL). */
+	front_free(f);
+}
+
+static void
+front_timer_cb(evutil_socket_t fd, short ev, void *arg)
+{
+	struct front *f = arg;
+
+	if (f->closing) {
+		front_free(f);		/* the client stopped reading */
+		return;
+	}
+	if ((f->timer_kind == T_HEADER || f->timer_kind == T_BODY) &&
+	    !f->resp_started) {
+		resp_error(front_out(f), 1, 408, f->timer_kind == T_HEADER ?
+		    "request header not received in time" :
+		    "request body not received in time", NULL, 0, 0);
+	}
+	front_close(f);
+}
+
+void
+front_accept(struct worker *w, int fd, const struct sockaddr *sa, int socklen,
+    int admin)
+{
+	const struct conf *conf = worker_conf(w);
+	struct http1_limits lim;
+	struct front *f;
+
+	if (worker_conn_open(w) == -1) {
+		/* Over limits.max_connections: refuse at once, cheaply. */
+		evutil_closesocket(fd);
+		return;
+	}
+	if ((f = calloc(1, sizeof(*f))) == NULL) {
+		worker_conn_close(w);
+		evutil_closesocket(fd);
+		return;
+	}
+	f->w = w;
+	f->admin = admin;
+	net_peer_text(sa, f->peer, sizeof(f->peer));
+	if (sa->sa_family != AF_UNIX)
+		net_nodelay(fd);
+	lim.max_request_line = conf->limits.max_request_line;
+	lim.max_header_bytes = conf->limits.max_header_bytes;
+	lim.max_headers = conf->limits.max_headers;
+	lim.max_body = conf->limits.max_body;
+	f->parser = http1_new(&lim, &front_http1_callbacks, f);
+	f->bev = bufferevent_socket_new(worker_base(w), fd,
+	    BEV_OPT_CLOSE_ON_FREE);
+	f->timer = evtimer_new(worker_base(w), front_timer_cb, f);
+	f->resume = event_new(worker_base(w), -1, 0, front_resume_cb, f);
+	if (f->parser == NULL || f->bev == NULL || f->timer == NULL ||
+	    f->resume == NULL) {
+		if (f->bev == NULL)
+			evutil_closesocket(fd);
+		else
+			bufferevent_free(f->bev);
+		if (f->parser != NULL)
+			http1_free(f->parser);
+		if (f->timer != NULL)
+			event_free(f->timer);
+		if (f->resume != NULL)
+			event_free(f->resume);
+		worker_conn_close(w);
+		free(f);
+		return;
+	}
+	f->keep_alive = 1;
+	f->minor = 1;
+	bufferevent_setcb(f->bev, front_read_cb, front_write_cb, front_event_cb,
+	    f);
+	bufferevent_setwatermark(f->bev, EV_READ, 0, FRONT_READ_HIGH);
+	bufferevent_enable(f->bev, EV_READ | EV_WRITE);
+	front_arm(f, T_HEADER);
+}

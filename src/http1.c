@@ -1,0 +1,1042 @@
+/*
+ * http1.c -- HTTP/1.1 request parsing on llhttp, without I/O.
+ *
+ * Two parsers look at every byte of a request head.  A small scanner of our
+ * own checks the raw syntax that llhttp 8.1 lets through even in strict mode
+ * (bare LF and CR, obs-fold, whitespace before the colon, control characters,
+ * empty names, odd request lines, versions) and counts the limits; llhttp then
+ * parses the same bytes and owns the framing.  The scanner runs first over
+ * what was fed and stops at its first error, llhttp parses only the bytes
+ * before it, so the first error by position wins and the verdict does not
+ * depend on how the bytes were split across http1_feed() calls.
+ *
+ * Chunked trailers get the same treatment: the parser pauses at the last
+ * chunk, and the scanner checks the trailer lines before llhttp sees them.
+ * Body bytes go to llhttp alone.
+ */
+
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "llhttp.h"
+
+#include "http1.h"
+
+/* Empty lines (CRLF) tolerated before a request line (RFC 9112 2.2). */
+#define HTTP1_MAX_EMPTY_LINES	8
+
+#define ARENA_MIN	512
+#define FIELDS_MIN	16
+
+enum phase {
+	PH_HEAD,	/* request line and header section */
+	PH_BODY,	/* llhttp alone: Content-Length or chunked body */
+	PH_TRAILER,	/* after the last chunk: trailer lines */
+	PH_DONE,	/* a message ended; paused until http1_next() */
+	PH_ERROR,	/* final */
+};
+
+enum scan_state {
+	SC_START,	/* before the request line; empty lines allowed */
+	SC_START_LF,
+	SC_METHOD,
+	SC_TARGET0,	/* first byte of the request target */
+	SC_TARGET,
+	SC_VERSION,	/* "HTTP/d.d", position in h->vpos */
+	SC_RL_CR,
+	SC_RL_LF,
+	SC_LINE,	/* start of a field line or of the empty line */
+	SC_NAME,
+	SC_VALUE,
+	SC_LINE_LF,
+	SC_END_LF,
+	SC_END,		/* the empty line ending the section was read */
+};
+
+/* Header fields the parser itself cares about. */
+enum kind {
+	K_OTHER,
+	K_HOST,
+	K_CONTENT_LENGTH,
+	K_TRANSFER_ENCODING,
+	K_EXPECT,
+};
+
+struct fieldpos {
+	size_t	 name;		/* arena offsets */
+	size_t	 value;
+};
+
+struct http1 {
+	llhttp_t		 ll;
+	struct http1_limits	 lim;
+	struct http1_callbacks	 cb;
+	void			*arg;
+
+	enum phase		 phase;
+	int			 status;	/* set once, on the first error */
+	const char		*reason;
+
+	/* The raw scanner, and the error it stopped on (not yet final). */
+	enum scan_state		 sc;
+	size_t			 rl_len;
+	size_t			 hdr_bytes;
+	unsigned		 nlines;
+	unsigned		 empty_lines;
+	unsigned		 vpos;
+	int			 major, minor;
+	int			 sc_status;
+	const char		*sc_reason;
+
+	/*
+	 * The arena: NUL-terminated copies of method, target, names and
+	 * values, appended as llhttp hands out (possibly split) spans.  It
+	 * only grows while a head is read, so pointers into it are set once
+	 * the head is complete, and it is reused by the next message.
+	 */
+	char			*buf;
+	size_t			 len;
+	size_t			 cap;
+	size_t			 method_off;
+	size_t			 target_off;
+	int			 in_span;	/* a span is being accumulated */
+
+	struct http1_field	*fields;
+	struct fieldpos		*pos;
+	unsigned		 nfields;
+	unsigned		 fcap;
+
+	enum kind		 kind;		/* of the field being read */
+	unsigned		 nhost;
+	unsigned		 host_idx;
+	unsigned		 ncl;
+	unsigned		 nte;
+	int			 expect;
+	uint64_t		 body_total;
+	int			 trailer_next;	/* paused at the last chunk */
+	int			 msg_done;	/* paused at message end */
+
+	struct http1_request	 req;
+	int			 have_req;
+};
+
+static int	cb_method(llhttp_t *, const char *, size_t);
+static int	cb_method_complete(llhttp_t *);
+static int	cb_url(llhttp_t *, const char *, size_t);
+static int	cb_url_complete(llhttp_t *);
+static int	cb_field(llhttp_t *, const char *, size_t);
+static int	cb_field_complete(llhttp_t *);
+static int	cb_value(llhttp_t *, const char *, size_t);
+static int	cb_value_complete(llhttp_t *);
+static int	cb_headers_complete(llhttp_t *);
+static int	cb_body(llhttp_t *, const char *, size_t);
+static int	cb_chunk_header(llhttp_t *);
+static int	cb_message_complete(llhttp_t *);
+
+static const llhttp_settings_t settings = {
+	.on_method = cb_method,
+	.on_method_complete = cb_method_complete,
+	.on_url = cb_url,
+	.on_url_complete = cb_url_complete,
+	.on_header_field = cb_field,
+	.on_header_field_complete = cb_field_complete,
+	.on_header_value = cb_value,
+	.on_header_value_complete = cb_value_complete,
+	.on_headers_complete = cb_headers_complete,
+	.on_body = cb_body,
+	.on_chunk_header = cb_chunk_header,
+	.on_message_complete = cb_message_complete,
+};
+
+static const struct http1_limits default_limits = {
+	.max_request_line = 8192,
+	.max_header_bytes = 32768,
+	.max_headers = 100,
+	.max_body = 1024 * 1024,
+};
+
+/* Record the first error; later ones are consequences. Returns -1. */
+static int
+fail(struct http1 *h, int status, const char *reason)
+{
+	if (h->status == 0) {
+		h->status = status;
+		h->reason = reason;
+	}
+	return -1;
+}
+
+/* A callback's return value as an error status. */
+static int
+cb_status(int st)
+{
+	return (st >= 400 && st <= 599) ? st : 500;
+}
+
+static int
+is_tchar(unsigned char c)
+{
+	if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+	    (c >= '0' && c <= '9'))
+		return 1;
+	return c != '\0' && strchr("!#$%&'*+-.^_`|~", c) != NULL;
+}
+
+static int
+is_ows(char c)
+{
+	return c == ' ' || c == '\t';
+}
+
+/* --- The raw scanner. --------------------------------------------------- */
+
+static int
+sc_fail(struct http1 *h, int status, const char *reason)
+{
+	h->sc_status = status;
+	h->sc_reason = reason;
+	return -1;
+}
+
+static int
+sc_rl_count(struct http1 *h)
+{
+	if (++h->rl_len > h->lim.max_request_line)
+		return sc_fail(h, 414, "request line too long");
+	return 0;
+}
+
+static int
+sc_hdr_count(struct http1 *h)
+{
+	if (++h->hdr_bytes > h->lim.max_header_bytes)
+		return sc_fail(h, 431, h->phase == PH_TRAILER ?
+		    "trailer section too large" : "header section too large");
+	return 0;
+}
+
+/* "HTTP/" DIGIT "." DIGIT; anything but 1.0 and 1.1 is 505. */
+static int
+sc_version(struct http1 *h, unsigned char c)
+{
+	static const char	 proto[] = "HTTP/";
+
+	if (h->vpos < 5) {
+		if (c != (unsigned char)proto[h->vpos])
+			return sc_fail(h, 400, "malformed HTTP version");
+	} else if (h->vpos == 6) {
+		if (c != '.')
+			return sc_fail(h, 400, "malformed HTTP version");
+	} else {
+		if (c < '0' || c > '9')
+			return sc_fail(h, 400, "malformed HTTP version");
+		if (h->vpos == 5)
+			h->major = c - '0';
+		else {
+			h->minor = c - '0';
+			if (h->major != 1 || h->minor > 1)
+				return sc_fail(h, 505,
+				    "unsupported HTTP version");
+			h->sc = SC_RL_CR;
+		}
+	}
+	h->vpos++;
+	return 0;
+}
+
+/* The request line: method SP target SP version CRLF, single spaces. */
+static int
+sc_request_line(struct http1 *h, unsigned char c)
+{
+	if (h->sc != SC_RL_CR && sc_rl_count(h) == -1)
+		return -1;
+	switch (h->sc) {
+	case SC_METHOD:
+		if (c == ' ')
+			h->sc = SC_TARGET0;
+		else if (c == '\n')
+			return sc_fail(h, 400, "bare LF in request line");
+		else if (!is_tchar(c))
+			return sc_fail(h, 400, "invalid method");
+		return 0;
+	case SC_TARGET0:
+	case SC_TARGET:
+		if (c == ' ' && h->sc == SC_TARGET) {
+			h->sc = SC_VERSION;
+			h->vpos = 0;
+		} else if (c < 0x21 || c > 0x7e || c == '#')
+			return sc_fail(h, 400, "invalid request target");
+		else
+			h->sc = SC_TARGET;
+		return 0;
+	case SC_VERSION:
+		return sc_version(h, c);
+	case SC_RL_CR:
+		if (c == '\n')
+			return sc_fail(h, 400, "bare LF in request line");
+		if (c != '\r')
+			return sc_fail(h, 400, "malformed request line");
+		h->sc = SC_RL_LF;
+		return 0;
+	default:
+		abort();
+	}
+}
+
+/* A field line (header or trailer): tchar+ ":" value CRLF, no folding. */
+static int
+sc_field_line(struct http1 *h, unsigned char c)
+{
+	if (sc_hdr_count(h) == -1)
+		return -1;
+	switch (h->sc) {
+	case SC_LINE:
+		if (c == '\n')
+			return sc_fail(h, 400, "bare LF in header");
+		if (is_ows(c))
+			return sc_fail(h, 400, "obs-fold in header");
+		if (++h->nlines > h->lim.max_headers)
+			return sc_fail(h, 431, "too many header fields");
+		if (c == ':')
+			return sc_fail(h, 400, "empty header name");
+		if (!is_tchar(c))
+			return sc_fail(h, 400, "invalid char in header name");
+		h->sc = SC_NAME;
+		return 0;
+	case SC_NAME:
+		if (c == ':')
+			h->sc = SC_VALUE;
+		else if (is_ows(c))
+			return sc_fail(h, 400, "whitespace before colon");
+		else if (c == '\r' || c == '\n')
+			return sc_fail(h, 400, "header line without colon");
+		else if (!is_tchar(c))
+			return sc_fail(h, 400, "invalid char in header name");
+		return 0;
+	case SC_VALUE:
+		if (c == '\r')
+			h->sc = SC_LINE_LF;
+		else if (c == '\n')
+			return sc_fail(h, 400, "bare LF in header");
+		else if ((c < 0x20 && c != '\t') || c == 0x7f)
+			return sc_fail(h, 400, "invalid char in header value");
+		return 0;
+	case SC_LINE_LF:
+		if (c != '\n')
+			return sc_fail(h, 400, "bare CR in header");
+		h->sc = SC_LINE;
+		return 0;
+	default:
+		abort();
+	}
+}
+
+static int
+sc_byte(struct http1 *h, unsigned char c)
+{
+	switch (h->sc) {
+	case SC_START:
+		if (c == '\r') {
+			h->sc = SC_START_LF;
+			return 0;
+		}
+		if (c == '\n')
+			return sc_fail(h, 400, "bare LF in request line");
+		if (!is_tchar(c))
+			return sc_fail(h, 400, "invalid method");
+		h->sc = SC_METHOD;
+		return sc_rl_count(h);
+	case SC_START_LF:
+		if (c != '\n')
+			return sc_fail(h, 400, "bare CR in request line");
+		if (++h->empty_lines > HTTP1_MAX_EMPTY_LINES)
+			return sc_fail(h, 400, "too many empty lines");
+		h->sc = SC_START;
+		return 0;
+	case SC_RL_LF:
+		if (c != '\n')
+			return sc_fail(h, 400, "bare CR in request line");
+		h->sc = SC_LINE;
+		return 0;
+	case SC_LINE:
+		if (c == '\r') {
+			h->sc = SC_END_LF;
+			return 0;
+		}
+		return sc_field_line(h, c);
+	case SC_END_LF:
+		if (c != '\n')
+			return sc_fail(h, 400, "bare CR in header");
+		h->sc = SC_END;
+		return 0;
+	case SC_NAME:
+	case SC_VALUE:
+	case SC_LINE_LF:
+		return sc_field_line(h, c);
+	case SC_END:
+		abort();
+	default:
+		return sc_request_line(h, c);
+	}
+}
+
+/*
+ * How many of the n bytes are clean.  Stops after the empty line ending the
+ * section (*end set) or before a bad byte (h->sc_status set).
+ */
+static size_t
+scan(struct http1 *h, const char *p, size_t n, int *end)
+{
+	size_t	 i;
+
+	*end = 0;
+	for (i = 0; i < n; i++) {
+		if (sc_byte(h, (unsigned char)p[i]) == -1)
+			return i;
+		if (h->sc == SC_END) {
+			*end = 1;
+			return i + 1;
+		}
+	}
+	return n;
+}
+
+static void
+scan_reset(struct http1 *h, enum scan_state sc)
+{
+	h->sc = sc;
+	h->rl_len = 0;
+	h->hdr_bytes = 0;
+	h->nlines = 0;
+	h->empty_lines = 0;
+	h->sc_status = 0;
+	h->sc_reason = NULL;
+}
+
+/* --- The arena. ---------------------------------------------------------- */
+
+static int
+arena_add(struct http1 *h, const char *p, size_t n)
+{
+	size_t	 cap;
+	char	*b;
+
+	if (n > h->cap - h->len) {
+		cap = h->cap != 0 ? h->cap : ARENA_MIN;
+		while (cap - h->len < n)
+			cap *= 2;
+		if ((b = realloc(h->buf, cap)) == NULL)
+			return fail(h, 500, "out of memory");
+		h->buf = b;
+		h->cap = cap;
+	}
+	memcpy(h->buf + h->len, p, n);
+	h->len += n;
+	return 0;
+}
+
+/* Append a span of the current item, remembering where the item began. */
+static int
+arena_span(struct http1 *h, size_t *start, const char *p, size_t n)
+{
+	if (!h->in_span) {
+		h->in_span = 1;
+		*start = h->len;
+	}
+	return arena_add(h, p, n);
+}
+
+/* End the current item (even if llhttp gave no span for it). */
+static int
+arena_close(struct http1 *h, size_t *start)
+{
+	if (!h->in_span)
+		*start = h->len;
+	h->in_span = 0;
+	return arena_add(h, "", 1);
+}
+
+static int
+fields_grow(struct http1 *h)
+{
+	struct http1_field	*f;
+	struct fieldpos		*fp;
+	unsigned		 cap;
+
+	if (h->nfields < h->fcap)
+		return 0;
+	cap = h->fcap != 0 ? h->fcap * 2 : FIELDS_MIN;
+	if ((f = reallocarray(h->fields, cap, sizeof *f)) == NULL)
+		return fail(h, 500, "out of memory");
+	h->fields = f;
+	if ((fp = reallocarray(h->pos, cap, sizeof *fp)) == NULL)
+		return fail(h, 500, "out of memory");
+	h->pos = fp;
+	h->fcap = cap;
+	return 0;
+}
+
+/* --- llhttp callbacks. -------------------------------------------------- */
+
+static int
+cb_method(llhttp_t *ll, const char *p, size_t n)
+{
+	struct http1	*h = ll->data;
+
+	return arena_span(h, &h->method_off, p, n);
+}
+
+static int
+cb_method_complete(llhttp_t *ll)
+{
+	struct http1	*h = ll->data;
+
+	if (arena_close(h, &h->method_off) == -1)
+		return -1;
+	h->req.method_len = h->len - 1 - h->method_off;
+	if (strcmp(h->buf + h->method_off, "CONNECT") == 0)
+		return fail(h, 501, "CONNECT not supported");
+	return 0;
+}
+
+static int
+cb_url(llhttp_t *ll, const char *p, size_t n)
+{
+	struct http1	*h = ll->data;
+
+	return arena_span(h, &h->target_off, p, n);
+}
+
+/* Origin-form only, and "*" for OPTIONS: no absolute-form, no authority. */
+static int
+cb_url_complete(llhttp_t *ll)
+{
+	struct http1	*h = ll->data;
+	const char	*t;
+
+	if (arena_close(h, &h->target_off) == -1)
+		return -1;
+	t = h->buf + h->target_off;
+	h->req.target_len = h->len - 1 - h->target_off;
+	if (t[0] == '/')
+		return 0;
+	if (strcmp(t, "*") == 0 &&
+	    strcmp(h->buf + h->method_off, "OPTIONS") == 0)
+		return 0;
+	return fail(h, 400, "request target not in origin-form");
+}
+
+static int
+cb_field(llhttp_t *ll, const char *p, size_t n)
+{
+	struct http1	*h = ll->data;
+
+	if (h->phase == PH_TRAILER)
+		return 0;
+	if (!h->in_span && fields_grow(h) == -1)
+		return -1;
+	return arena_span(h, &h->pos[h->nfields].name, p, n);
+}
+
+static enum kind
+field_kind(const char *name)
+{
+	if (strcasecmp(name, "host") == 0)
+		return K_HOST;
+	if (strcasecmp(name, "content-length") == 0)
+		return K_CONTENT_LENGTH;
+	if (strcasecmp(name, "transfer-encoding") == 0)
+		return K_TRANSFER_ENCODING;
+	if (strcasecmp(name, "expect") == 0)
+		return K_EXPECT;
+	return K_OTHER;
+}
+
+/*
+ * Framing conflicts are decided on the name, before llhttp reads the value:
+ * it would also refuse some of them, later and with less precise reasons.
+ */
+static int
+field_count(struct http1 *h)
+{
+	switch (h->kind) {
+	case K_HOST:
+		if (++h->nhost > 1)
+			return fail(h, 400, "multiple Host");
+		h->host_idx = h->nfields;
+		break;
+	case K_CONTENT_LENGTH:
+		if (++h->ncl > 1)
+			return fail(h, 400, "multiple Content-Length");
+		break;
+	case K_TRANSFER_ENCODING:
+		if (h->minor == 0)
+			return fail(h, 400, "Transfer-Encoding on HTTP/1.0");
+		if (++h->nte > 1)
+			return fail(h, 400, "multiple Transfer-Encoding");
+		break;
+	default:
+		return 0;
+	}
+	if (h->ncl != 0 && h->nte != 0)
+		return fail(h, 400, "Content-Length with Transfer-Encoding");
+	return 0;
+}
+
+static int
+cb_field_complete(llhttp_t *ll)
+{
+	struct http1	*h = ll->data;
+	struct fieldpos	*fp;
+
+	if (h->phase == PH_TRAILER)
+		return 0;
+	if (!h->in_span && fields_grow(h) == -1)
+		return -1;
+	fp = &h->pos[h->nfields];
+	if (arena_close(h, &fp->name) == -1)
+		return -1;
+	h->fields[h->nfields].name_len = h->len - 1 - fp->name;
+	h->kind = field_kind(h->buf + fp->name);
+	return field_count(h);
+}
+
+static int
+cb_value(llhttp_t *ll, const char *p, size_t n)
+{
+	struct http1	*h = ll->data;
+
+	if (h->phase == PH_TRAILER)
+		return 0;
+	return arena_span(h, &h->pos[h->nfields].value, p, n);
+}
+
+/* Per-field checks on the value, once it is whole and trimmed. */
+static int
+value_check(struct http1 *h, const char *v)
+{
+	switch (h->kind) {
+	case K_TRANSFER_ENCODING:
+		/* Only "chunked": any other coding, alone or in a list. */
+		if (strcasecmp(v, "chunked") != 0)
+			return fail(h, 400, "unsupported Transfer-Encoding");
+		break;
+	case K_EXPECT:
+		/* RFC 9110 10.1.1: ignored in HTTP/1.0. */
+		if (h->minor == 0)
+			break;
+		if (strcasecmp(v, "100-continue") != 0)
+			return fail(h, 417, "unsupported Expect");
+		h->expect = 1;
+		break;
+	default:
+		break;
+	}
+	return 0;
+}
+
+/* Strip the OWS around the value (llhttp keeps the trailing part). */
+static int
+cb_value_complete(llhttp_t *ll)
+{
+	struct http1	*h = ll->data;
+	struct fieldpos	*fp;
+	size_t		 end;
+
+	if (h->phase == PH_TRAILER)
+		return 0;
+	fp = &h->pos[h->nfields];
+	if (!h->in_span)
+		fp->value = h->len;
+	h->in_span = 0;
+	end = h->len;
+	while (end > fp->value && is_ows(h->buf[end - 1]))
+		end--;
+	while (fp->value < end && is_ows(h->buf[fp->value]))
+		fp->value++;
+	h->len = end;
+	if (arena_add(h, "", 1) == -1)
+		return -1;
+	h->fields[h->nfields].value_len = end - fp->value;
+	h->nfields++;
+	return value_check(h, h->buf + fp->value);
+}
+
+/* RFC 3986 reg-name, IP-literal or IPv4, with an optional port. */
+static int
+host_valid(const char *s)
+{
+	unsigned char	 c;
+
+	for (; (c = *s) != '\0'; s++) {
+		if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+		    (c >= '0' && c <= '9'))
+			continue;
+		if (strchr("-._~!$&'()*+,;=%:[]", c) == NULL)
+			return 0;
+	}
+	return 1;
+}
+
+/* The semantic checks llhttp leaves to us, once all fields are known. */
+static int
+head_check(struct http1 *h)
+{
+	llhttp_t	*ll = &h->ll;
+
+	if (h->minor == 1 && h->nhost == 0)
+		return fail(h, 400, "missing Host");
+	if (h->nhost != 0 && !host_valid(h->buf + h->pos[h->host_idx].value))
+		return fail(h, 400, "invalid Host");
+	if (h->nte != 0 && !(ll->flags & F_CHUNKED))
+		return fail(h, 400, "unsupported Transfer-Encoding");
+	if (ll->flags & F_CONTENT_LENGTH) {
+		if (ll->content_length > INT64_MAX)
+			return fail(h, 400, "Content-Length overflow");
+		if (ll->content_length > h->lim.max_body)
+			return fail(h, 413, "body too large");
+	}
+	return 0;
+}
+
+/* Pointers into the arena, now that it is done growing for this head. */
+static void
+head_build(struct http1 *h)
+{
+	struct http1_request	*r = &h->req;
+	llhttp_t		*ll = &h->ll;
+	unsigned		 i;
+
+	for (i = 0; i < h->nfields; i++) {
+		h->fields[i].name = h->buf + h->pos[i].name;
+		h->fields[i].value = h->buf + h->pos[i].value;
+	}
+	r->method = h->buf + h->method_off;
+	r->target = h->buf + h->target_off;
+	r->path_len = strcspn(r->target, "?");
+	r->major = h->major;
+	r->minor = h->minor;
+	r->fields = h->fields;
+	r->nfields = h->nfields;
+	r->host = NULL;
+	r->host_len = 0;
+	if (h->nhost != 0) {
+		r->host = h->fields[h->host_idx].value;
+		r->host_len = h->fields[h->host_idx].value_len;
+	}
+	r->chunked = (ll->flags & F_CHUNKED) != 0;
+	r->content_length = -1;
+	if (ll->flags & F_CONTENT_LENGTH)
+		r->content_length = (int64_t)ll->content_length;
+	r->keep_alive = llhttp_should_keep_alive(ll);
+	r->is_head = strcmp(r->method, "HEAD") == 0;
+	r->has_body = r->chunked || r->content_length > 0;
+	/* A 100 (Continue) only makes sense when a body is to come. */
+	r->expect_continue = h->expect && r->has_body;
+	h->have_req = 1;
+}
+
+static int
+cb_headers_complete(llhttp_t *ll)
+{
+	struct http1	*h = ll->data;
+	int		 st;
+
+	if (head_check(h) == -1)
+		return -1;
+	/*
+	 * We never switch protocols: Upgrade is an ordinary (hop-by-hop)
+	 * header to us.  Without this llhttp would stop after the message
+	 * with HPE_PAUSED_UPGRADE and treat what follows as opaque.
+	 */
+	ll->upgrade = 0;
+	head_build(h);
+	if (h->cb.on_head != NULL && (st = h->cb.on_head(h->arg, &h->req)))
+		return fail(h, cb_status(st), "request refused");
+	return 0;
+}
+
+static int
+cb_body(llhttp_t *ll, const char *p, size_t n)
+{
+	struct http1	*h = ll->data;
+	int		 st;
+
+	if (h->cb.on_body != NULL && (st = h->cb.on_body(h->arg, p, n)))
+		return fail(h, cb_status(st), "body refused");
+	return 0;
+}
+
+/* The running total is checked as each chunk is announced. */
+static int
+cb_chunk_header(llhttp_t *ll)
+{
+	struct http1	*h = ll->data;
+	uint64_t	 size = ll->content_length;
+
+	if (size > h->lim.max_body - h->body_total)
+		return fail(h, 413, "body too large");
+	h->body_total += size;
+	if (size != 0)
+		return 0;
+	/* The last chunk: stop so the scanner sees the trailer lines. */
+	h->trailer_next = 1;
+	return HPE_PAUSED;
+}
+
+static int
+cb_message_complete(llhttp_t *ll)
+{
+	struct http1	*h = ll->data;
+	int		 st;
+
+	h->msg_done = 1;
+	if (h->cb.on_end != NULL && (st = h->cb.on_end(h->arg)) != 0)
+		return fail(h, cb_status(st), "request end refused");
+	return HPE_PAUSED;
+}
+
+/* --- Feeding. ----------------------------------------------------------- */
+
+/* Why llhttp refused, when none of our checks said it first. */
+static void
+ll_fail(struct http1 *h, llhttp_errno_t e)
+{
+	const char	*why = llhttp_get_error_reason(&h->ll);
+	int		 overflow = why != NULL && strstr(why, "overflow") != NULL;
+
+	switch (e) {
+	case HPE_INVALID_METHOD:
+		fail(h, 501, "unknown method");
+		break;
+	case HPE_INVALID_URL:
+		fail(h, 400, "invalid request target");
+		break;
+	case HPE_INVALID_VERSION:
+		fail(h, 505, "unsupported HTTP version");
+		break;
+	case HPE_UNEXPECTED_CONTENT_LENGTH:
+		fail(h, 400, h->nte != 0 ?
+		    "Content-Length with Transfer-Encoding" :
+		    "multiple Content-Length");
+		break;
+	case HPE_INVALID_CONTENT_LENGTH:
+		fail(h, 400, overflow ? "Content-Length overflow" :
+		    "invalid Content-Length");
+		break;
+	case HPE_INVALID_TRANSFER_ENCODING:
+		fail(h, 400, "unsupported Transfer-Encoding");
+		break;
+	case HPE_INVALID_CHUNK_SIZE:
+		fail(h, 400, overflow ? "chunk size overflow" :
+		    "invalid chunk size");
+		break;
+	case HPE_STRICT:
+		fail(h, 400, "malformed chunk");
+		break;
+	case HPE_CLOSED_CONNECTION:
+		fail(h, 400, "data after Connection: close");
+		break;
+	case HPE_PAUSED_UPGRADE:
+	case HPE_PAUSED_H2_UPGRADE:
+		fail(h, 400, "protocol upgrade not supported");
+		break;
+	default:
+		fail(h, 400, "malformed request");
+		break;
+	}
+}
+
+/* Run llhttp over n bytes; returns how many it used. */
+static size_t
+execute(struct http1 *h, const char *p, size_t n)
+{
+	llhttp_errno_t	 e;
+	uintptr_t	 at;
+	size_t		 used;
+
+	e = llhttp_execute(&h->ll, p, n);
+	if (e == HPE_OK)
+		return n;
+	at = (uintptr_t)llhttp_get_error_pos(&h->ll);
+	used = (at >= (uintptr_t)p && at - (uintptr_t)p <= n) ?
+	    at - (uintptr_t)p : 0;
+	if (e == HPE_PAUSED && h->msg_done) {
+		h->phase = PH_DONE;
+		return used;
+	}
+	if (e == HPE_PAUSED && h->trailer_next) {
+		h->trailer_next = 0;
+		llhttp_resume(&h->ll);
+		h->phase = PH_TRAILER;
+		scan_reset(h, SC_LINE);
+		return used;
+	}
+	if (h->status == 0)
+		ll_fail(h, e);
+	h->phase = PH_ERROR;
+	return used;
+}
+
+/* Head or trailer bytes: scanner first, then llhttp on the clean part. */
+static size_t
+feed_lines(struct http1 *h, const char *p, size_t n)
+{
+	size_t	 clean, used;
+	int	 end;
+
+	clean = scan(h, p, n, &end);
+	used = clean != 0 ? execute(h, p, clean) : 0;
+	if (h->phase == PH_ERROR || h->phase == PH_DONE)
+		return used;
+	if (h->sc_status != 0) {
+		fail(h, h->sc_status, h->sc_reason);
+		h->phase = PH_ERROR;
+	} else if (end && h->phase == PH_HEAD)
+		h->phase = PH_BODY;
+	else if (end) {
+		/* llhttp must have ended the message with the trailers. */
+		fail(h, 500, "parser disagreement");
+		h->phase = PH_ERROR;
+	}
+	return used;
+}
+
+enum http1_state
+http1_feed(struct http1 *h, const char *p, size_t n, size_t *consumed)
+{
+	enum phase	 was;
+	size_t		 off = 0, k;
+
+	while (off < n && (h->phase == PH_HEAD || h->phase == PH_BODY ||
+	    h->phase == PH_TRAILER)) {
+		was = h->phase;
+		if (h->phase == PH_BODY)
+			k = execute(h, p + off, n - off);
+		else
+			k = feed_lines(h, p + off, n - off);
+		off += k;
+		if (k == 0 && h->phase == was) {
+			/* Cannot happen; never spin on it. */
+			fail(h, 500, "parser stalled");
+			h->phase = PH_ERROR;
+		}
+	}
+	*consumed = off;
+	switch (h->phase) {
+	case PH_DONE:
+		return HTTP1_DONE;
+	case PH_ERROR:
+		return HTTP1_ERROR;
+	default:
+		return HTTP1_MORE;
+	}
+}
+
+/* Requests are always framed, so EOF inside one is an error. */
+enum http1_state
+http1_finish(struct http1 *h)
+{
+	switch (h->phase) {
+	case PH_ERROR:
+		return HTTP1_ERROR;
+	case PH_DONE:
+		return HTTP1_MORE;
+	case PH_HEAD:
+		if (h->sc == SC_START)
+			return HTTP1_MORE;
+		fail(h, 400, "incomplete request head");
+		break;
+	default:
+		fail(h, 400, "incomplete request body");
+		break;
+	}
+	h->phase = PH_ERROR;
+	return HTTP1_ERROR;
+}
+
+static void
+msg_reset(struct http1 *h)
+{
+	h->phase = PH_HEAD;
+	scan_reset(h, SC_START);
+	h->vpos = 0;
+	h->major = h->minor = 0;
+	h->len = 0;
+	h->method_off = h->target_off = 0;
+	h->in_span = 0;
+	h->nfields = 0;
+	h->kind = K_OTHER;
+	h->nhost = h->host_idx = h->ncl = h->nte = 0;
+	h->expect = 0;
+	h->body_total = 0;
+	h->trailer_next = 0;
+	h->msg_done = 0;
+	memset(&h->req, 0, sizeof h->req);
+	h->have_req = 0;
+}
+
+void
+http1_next(struct http1 *h)
+{
+	if (h->phase != PH_DONE)
+		return;
+	llhttp_resume(&h->ll);
+	msg_reset(h);
+}
+
+struct http1 *
+http1_new(const struct http1_limits *lim, const struct http1_callbacks *cb,
+    void *arg)
+{
+	struct http1	*h;
+
+	if ((h = calloc(1, sizeof *h)) == NULL)
+		return NULL;
+	h->lim = lim != NULL ? *lim : default_limits;
+	if (cb != NULL)
+		h->cb = *cb;
+	h->arg = arg;
+	llhttp_init(&h->ll, HTTP_REQUEST, &settings);
+	h->ll.data = h;
+	msg_reset(h);
+	return h;
+}
+
+void
+http1_free(struct http1 *h)
+{
+	if (h == NULL)
+		return;
+	free(h->buf);
+	free(h->fields);
+	free(h->pos);
+	free(h);
+}
+
+int
+http1_error_status(const struct http1 *h)
+{
+	return h->status;
+}
+
+const char *
+http1_error_reason(const struct http1 *h)
+{
+	return h->reason != NULL ? h->reason : "";
+}
+
+int
+http1_idle(const struct http1 *h)
+{
+	return h->phase == PH_DONE ||
+	    (h->phase == PH_HEAD && h->sc == SC_START);
+}
+
+const struct http1_request *
+http1_request(const struct http1 *h)
+{
+	return h->have_req ? &h->req : NULL;
+}

@@ -1,0 +1,182 @@
+/*
+ * log.c -- the daemon's one logging vocabulary.
+ *
+ * Every line is formatted into a stack buffer and written with a single
+ * write(2) so lines from different threads never interleave; stdio is not
+ * used at all.  Lines longer than the buffer are truncated.
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <unistd.h>
+
+#include <event2/event.h>
+
+#include "log.h"
+
+#define LOG_LINE_MAX	2048
+
+int	log_verbose = LOG_LEVEL_INFO;
+
+static const char *log_names[] = { "warn", "info", "debug" };
+
+static void	log_vwrite(const char *, const char *, va_list, int)
+		    __attribute__((format(printf, 2, 0)));
+static void	log_event_cb(int, const char *);
+
+/* Format one line and write it whole; errnum < 0 means no strerror. */
+static void
+log_vwrite(const char *level, const char *fmt, va_list ap, int errnum)
+{
+	char	 line[LOG_LINE_MAX];
+	size_t	 len;
+	int	 n;
+
+	n = snprintf(line, sizeof line, "ingressd[%ld]: %s: ", (long)getpid(),
+	    level);
+	if (n < 0)
+		return;
+	len = (size_t)n;
+	n = vsnprintf(line + len, sizeof line - len, fmt, ap);
+	if (n > 0)
+		len += (size_t)n;
+	if (len > sizeof line - 2)
+		len = sizeof line - 2;
+	if (errnum >= 0) {
+		n = snprintf(line + len, sizeof line - len, ": %s",
+		    strerror(errnum));
+		if (n > 0)
+			len += (size_t)n;
+		if (len > sizeof line - 2)
+			len = sizeof line - 2;
+	}
+	line[len++] = '\n';
+	/* Nothing useful to do if stderr is gone. */
+	while (write(STDERR_FILENO, line, len) == -1 && errno == EINTR)
+		continue;
+}
+
+static void
+log_event_cb(int severity, const char *msg)
+{
+	switch (severity) {
+	case EVENT_LOG_DEBUG:
+		log_debug("libevent: %s", msg);
+		break;
+	case EVENT_LOG_MSG:
+		log_info("libevent: %s", msg);
+		break;
+	default:
+		log_warnx("libevent: %s", msg);
+		break;
+	}
+}
+
+void
+log_init(int level)
+{
+	log_set_level(level);
+	event_set_log_callback(log_event_cb);
+}
+
+void
+log_set_level(int level)
+{
+	if (level < LOG_LEVEL_WARN)
+		level = LOG_LEVEL_WARN;
+	if (level > LOG_LEVEL_DEBUG)
+		level = LOG_LEVEL_DEBUG;
+	log_verbose = level;
+}
+
+int
+log_level_parse(const char *s)
+{
+	size_t	i;
+
+	if (s == NULL)
+		return (-1);
+	for (i = 0; i < sizeof log_names / sizeof log_names[0]; i++) {
+		if (strcasecmp(s, log_names[i]) == 0)
+			return ((int)i);
+	}
+	return (-1);
+}
+
+void
+log_warn(const char *fmt, ...)
+{
+	va_list	ap;
+	int	saved = errno;
+
+	va_start(ap, fmt);
+	log_vwrite("warn", fmt, ap, saved);
+	va_end(ap);
+	errno = saved;
+}
+
+void
+log_warnx(const char *fmt, ...)
+{
+	va_list	ap;
+	int	saved = errno;
+
+	va_start(ap, fmt);
+	log_vwrite("warn", fmt, ap, -1);
+	va_end(ap);
+	errno = saved;
+}
+
+void
+log_info(const char *fmt, ...)
+{
+	va_list	ap;
+	int	saved = errno;
+
+	if (log_verbose < LOG_LEVEL_INFO)
+		return;
+	va_start(ap, fmt);
+	log_vwrite("info", fmt, ap, -1);
+	va_end(ap);
+	errno = saved;
+}
+
+void
+log_debug(const char *fmt, ...)
+{
+	va_list	ap;
+	int	saved = errno;
+
+	if (log_verbose < LOG_LEVEL_DEBUG)
+		return;
+	va_start(ap, fmt);
+	log_vwrite("debug", fmt, ap, -1);
+	va_end(ap);
+	errno = saved;
+}
+
+void
+fatal(const char *fmt, ...)
+{
+	va_list	ap;
+	int	saved = errno;
+
+	va_start(ap, fmt);
+	log_vwrite("fatal", fmt, ap, saved);
+	va_end(ap);
+	exit(1);
+}
+
+void
+fatalx(const char *fmt, ...)
+{
+	va_list	ap;
+
+	va_start(ap, fmt);
+	log_vwrite("fatal", fmt, ap, -1);
+	va_end(ap);
+	exit(1);
+}

@@ -1,0 +1,276 @@
+/*
+ * net.c -- socket helpers.  Nothing here logs: every failure is described
+ * in the caller's buffer, naming the address as the user wrote it.
+ */
+#include <sys/types.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <arpa/inet.h>
+
+#include <errno.h>
+#include <netdb.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "net.h"
+
+#define NET_BACKLOG	4096
+#define NET_UNIX_PREFIX	"unix:"
+
+static int	net_parse_unix(const char *, struct net_addr *, char *, size_t);
+static int	net_parse_port(const char *, char *, size_t, const char *);
+static int	net_resolve(const char *, const char *, int, struct net_addr *,
+		    char *, size_t, const char *);
+static int	net_fail(int, const struct net_addr *, const char *, char *,
+		    size_t);
+
+static int
+net_parse_unix(const char *s, struct net_addr *na, char *err, size_t len)
+{
+	struct sockaddr_un	*sun = (struct sockaddr_un *)&na->ss;
+	const char		*path = s + strlen(NET_UNIX_PREFIX);
+	size_t			 plen = strlen(path);
+
+	if (plen == 0) {
+		snprintf(err, len, "bad address \"%s\": empty unix path", s);
+		return (-1);
+	}
+	if (plen >= sizeof sun->sun_path) {
+		snprintf(err, len, "bad address \"%s\": unix path longer "
+		    "than %zu bytes", s, sizeof sun->sun_path - 1);
+		return (-1);
+	}
+	sun->sun_family = AF_UNIX;
+	memcpy(sun->sun_path, path, plen + 1);
+	na->len = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + plen + 1);
+	return (0);
+}
+
+/* Digits only, 0..65535; port 0 lets the kernel pick when listening. */
+static int
+net_parse_port(const char *port, char *err, size_t len, const char *text)
+{
+	unsigned long	v = 0;
+	const char	*p;
+
+	if (*port == '\0') {
+		snprintf(err, len, "bad address \"%s\": missing port", text);
+		return (-1);
+	}
+	for (p = port; *p != '\0'; p++) {
+		if (*p < '0' || *p > '9' || p - port > 5) {
+			snprintf(err, len, "bad address \"%s\": bad port",
+			    text);
+			return (-1);
+		}
+		v = v * 10 + (unsigned long)(*p - '0');
+	}
+	if (v > 65535) {
+		snprintf(err, len, "bad address \"%s\": port out of range",
+		    text);
+		return (-1);
+	}
+	return (0);
+}
+
+/* getaddrinfo for one TCP address; the first result wins. */
+static int
+net_resolve(const char *host, const char *port, int v6literal,
+    struct net_addr *na, char *err, size_t len, const char *text)
+{
+	struct addrinfo	 hints, *res;
+	int		 rc;
+
+	memset(&hints, 0, sizeof hints);
+	hints.ai_family = v6literal ? AF_INET6 : AF_UNSPEC;
+	hints.ai_socktype = SOCK_STREAM;
+	hints.ai_flags = AI_NUMERICSERV;
+	if (v6literal)
+		hints.ai_flags |= AI_NUMERICHOST;
+	rc = getaddrinfo(host, port, &hints, &res);
+	if (rc != 0) {
+		snprintf(err, len, "bad address \"%s\": %s", text,
+		    rc == EAI_SYSTEM ? strerror(errno) : gai_strerror(rc));
+		return (-1);
+	}
+	if (res->ai_addrlen > sizeof na->ss) {
+		freeaddrinfo(res);
+		snprintf(err, len, "bad address \"%s\": address too long",
+		    text);
+		return (-1);
+	}
+	memcpy(&na->ss, res->ai_addr, res->ai_addrlen);
+	na->len = res->ai_addrlen;
+	freeaddrinfo(res);
+	return (0);
+}
+
+int
+net_addr_parse(const char *s, struct net_addr *na, char *err, size_t len)
+{
+	char		 host[256];
+	const char	*colon, *port, *hs;
+	size_t		 hlen;
+	int		 v6 = 0;
+
+	memset(na, 0, sizeof *na);
+	snprintf(na->text, sizeof na->text, "%s", s);
+	if (strncmp(s, NET_UNIX_PREFIX, strlen(NET_UNIX_PREFIX)) == 0)
+		return (net_parse_unix(s, na, err, len));
+
+	if (s[0] == '[') {
+		hs = s + 1;
+		if ((colon = strchr(hs, ']')) == NULL) {
+			snprintf(err, len, "bad address \"%s\": missing ']'", s);
+			return (-1);
+		}
+		hlen = (size_t)(colon - hs);
+		if (colon[1] != ':') {
+			snprintf(err, len, "bad address \"%s\": missing port",
+			    s);
+			return (-1);
+		}
+		port = colon + 2;
+		v6 = 1;
+	} else {
+		hs = s;
+		if ((colon = strrchr(s, ':')) == NULL) {
+			snprintf(err, len, "bad address \"%s\": missing port",
+			    s);
+			return (-1);
+		}
+		if (memchr(s, ':', (size_t)(colon - s)) != NULL) {
+			snprintf(err, len, "bad address \"%s\": an IPv6 "
+			    "address needs brackets", s);
+			return (-1);
+		}
+		hlen = (size_t)(colon - s);
+		port = colon + 1;
+	}
+	if (hlen == 0) {
+		snprintf(err, len, "bad address \"%s\": missing host", s);
+		return (-1);
+	}
+	if (hlen >= sizeof host) {
+		snprintf(err, len, "bad address \"%s\": host name too long", s);
+		return (-1);
+	}
+	memcpy(host, hs, hlen);
+	host[hlen] = '\0';
+	if (net_parse_port(port, err, len, s) == -1)
+		return (-1);
+	return (net_resolve(host, port, v6, na, err, len, s));
+}
+
+int
+net_addr_is_unix(const struct net_addr *na)
+{
+	return (na->ss.ss_family == AF_UNIX);
+}
+
+/* Describe a failed call, close fd, return -1. */
+static int
+net_fail(int fd, const struct net_addr *na, const char *what, char *err,
+    size_t len)
+{
+	int	saved = errno;
+
+	snprintf(err, len, "%s: %s: %s", na->text, what, strerror(saved));
+	if (fd != -1)
+		close(fd);
+	errno = saved;
+	return (-1);
+}
+
+int
+net_listen(const struct net_addr *na, int reuseport, char *err, size_t len)
+{
+	const struct sockaddr_un	*sun;
+	struct stat			 sb;
+	int				 fd, one = 1;
+
+	fd = socket(na->ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK |
+	    SOCK_CLOEXEC, 0);
+	if (fd == -1)
+		return (net_fail(-1, na, "socket", err, len));
+	if (net_addr_is_unix(na)) {
+		/* Only a leftover socket is removed, never a regular file. */
+		sun = (const struct sockaddr_un *)&na->ss;
+		if (lstat(sun->sun_path, &sb) == 0 && S_ISSOCK(sb.st_mode) &&
+		    unlink(sun->sun_path) == -1)
+			return (net_fail(fd, na, "unlink", err, len));
+	} else {
+		if (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one,
+		    sizeof one) == -1)
+			return (net_fail(fd, na, "SO_REUSEADDR", err, len));
+		if (reuseport && setsockopt(fd, SOL_SOCKET, SO_REUSEPORT,
+		    &one, sizeof one) == -1)
+			return (net_fail(fd, na, "SO_REUSEPORT", err, len));
+		if (na->ss.ss_family == AF_INET6 && setsockopt(fd,
+		    IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof one) == -1)
+			return (net_fail(fd, na, "IPV6_V6ONLY", err, len));
+	}
+	if (bind(fd, (const struct sockaddr *)&na->ss, na->len) == -1)
+		return (net_fail(fd, na, "bind", err, len));
+	if (listen(fd, NET_BACKLOG) == -1)
+		return (net_fail(fd, na, "listen", err, len));
+	return (fd);
+}
+
+int
+net_connect(const struct net_addr *na, char *err, size_t len)
+{
+	int	fd;
+
+	fd = socket(na->ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK |
+	    SOCK_CLOEXEC, 0);
+	if (fd == -1)
+		return (net_fail(-1, na, "socket", err, len));
+	if (connect(fd, (const struct sockaddr *)&na->ss, na->len) == -1 &&
+	    errno != EINPROGRESS && errno != EINTR)
+		return (net_fail(fd, na, "connect", err, len));
+	return (fd);
+}
+
+/* Unix sockets refuse TCP_NODELAY; that is fine. */
+void
+net_nodelay(int fd)
+{
+	int	one = 1;
+
+	(void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+}
+
+void
+net_peer_text(const struct sockaddr *sa, char *buf, size_t len)
+{
+	const struct sockaddr_in	*sin;
+	const struct sockaddr_in6	*sin6;
+
+	if (len == 0)
+		return;
+	switch (sa->sa_family) {
+	case AF_INET:
+		sin = (const struct sockaddr_in *)sa;
+		if (inet_ntop(AF_INET, &sin->sin_addr, buf, len) == NULL)
+			snprintf(buf, len, "?");
+		break;
+	case AF_INET6:
+		sin6 = (const struct sockaddr_in6 *)sa;
+		if (inet_ntop(AF_INET6, &sin6->sin6_addr, buf, len) == NULL)
+			snprintf(buf, len, "?");
+		break;
+	case AF_UNIX:
+		snprintf(buf, len, "unix");
+		break;
+	default:
+		snprintf(buf, len, "?");
+		break;
+	}
+}

@@ -1,0 +1,196 @@
+/*
+ * resp.c -- response heads, chunked framing, error responses (see resp.h).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include <event2/buffer.h>
+
+#include "resp.h"
+#include "wire.h"
+
+struct resp_status {
+	int		 code;
+	const char	*reason;
+};
+
+static const struct resp_status resp_statuses[] = {
+	{ 100, "Continue" }, { 101, "Switching Protocols" },
+	{ 200, "OK" }, { 201, "Created" }, { 202, "Accepted" },
+	{ 203, "Non-Authoritative Information" }, { 204, "No Content" },
+	{ 205, "Reset Content" }, { 206, "Partial Content" },
+	{ 300, "Multiple Choices" }, { 301, "Moved Permanently" },
+	{ 302, "Found" }, { 303, "See Other" }, { 304, "Not Modified" },
+	{ 307, "Temporary Redirect" }, { 308, "Permanent Redirect" },
+	{ 400, "Bad Request" }, { 401, "Unauthorized" },
+	{ 403, "Forbidden" }, { 404, "Not Found" },
+	{ 405, "Method Not Allowed" }, { 406, "Not Acceptable" },
+	{ 408, "Request Timeout" }, { 409, "Conflict" }, { 410, "Gone" },
+	{ 411, "Length Required" }, { 412, "Precondition Failed" },
+	{ 413, "Content Too Large" }, { 414, "URI Too Long" },
+	{ 415, "Unsupported Media Type" }, { 416, "Range Not Satisfiable" },
+	{ 417, "Expectation Failed" }, { 421, "Misdirected Request" },
+	{ 422, "Unprocessable Content" }, { 426, "Upgrade Required" },
+	{ 428, "Precondition Required" }, { 429, "Too Many Requests" },
+	{ 431, "Request Header Fields Too Large" },
+	{ 500, "Internal Server Error" }, { 501, "Not Implemented" },
+	{ 502, "Bad Gateway" }, { 503, "Service Unavailable" },
+	{ 504, "Gateway Timeout" }, { 505, "HTTP Version Not Supported" },
+};
+
+const char *
+resp_reason(int status)
+{
+	size_t i;
+
+	for (i = 0; i < sizeof(resp_statuses) / sizeof(resp_statuses[0]); i++) {
+		if (resp_statuses[i].code == status)
+			return resp_statuses[i].reason;
+	}
+	return status < 200 ? "Informational" : status < 300 ? "OK" :
+	    status < 400 ? "Redirect" : status < 500 ? "Client Error" :
+	    "Server Error";
+}
+
+int
+resp_is_hop_by_hop(const char *name, size_t len)
+{
+	static const char *hop[] = {
+		"connection", "keep-alive", "proxy-connection", "te",
+		"trailer", "transfer-encoding", "upgrade",
+		"proxy-authenticate", "proxy-authorization",
+	};
+	size_t i;
+
+	for (i = 0; i < sizeof(hop) / sizeof(hop[0]); i++) {
+		if (strlen(hop[i]) == len && strncasecmp(hop[i], name, len) == 0)
+			return 1;
+	}
+	return 0;
+}
+
+static int
+resp_field_is(const struct wire_field *f, const char *name)
+{
+	size_t n = strlen(name);
+
+	return f->name.len == n && strncasecmp(f->name.p, name, n) == 0;
+}
+
+int64_t
+resp_content_length(const struct wire_field *f, unsigned n)
+{
+	int64_t v = -1, x;
+	unsigned i;
+	size_t k;
+
+	for (i = 0; i < n; i++) {
+		if (!resp_field_is(&f[i], "content-length"))
+			continue;
+		if (f[i].value.len == 0 || f[i].value.len > 18)
+			return -2;
+		for (x = 0, k = 0; k < f[i].value.len; k++) {
+			if (f[i].value.p[k] < '0' || f[i].value.p[k] > '9')
+				return -2;
+			x = x * 10 + (f[i].value.p[k] - '0');
+		}
+		if (v != -1 && v != x)
+			return -2;
+		v = x;
+	}
+	return v;
+}
+
+void
+resp_head(struct evbuffer *out, int minor, int status,
+    const struct wire_field *f, unsigned n, const char *request_id,
+    enum resp_framing framing, int64_t clen, int keep_alive)
+{
+	unsigned i;
+	int have_rid = 0;
+
+	evbuffer_add_printf(out, "HTTP/1.%d %d %s\r\n", minor, status,
+	    resp_reason(status));
+	for (i = 0; i < n; i++) {
+		if (resp_is_hop_by_hop(f[i].name.p, f[i].name.len) ||
+		    resp_field_is(&f[i], "content-length"))
+			continue;
+		if (resp_field_is(&f[i], "x-request-id"))
+			have_rid = 1;
+		evbuffer_add(out, f[i].name.p, f[i].name.len);
+		evbuffer_add(out, ": ", 2);
+		evbuffer_add(out, f[i].value.p, f[i].value.len);
+		evbuffer_add(out, "\r\n", 2);
+	}
+	if (!have_rid && request_id != NULL)
+		evbuffer_add_printf(out, "x-request-id: %s\r\n", request_id);
+	if (clen >= 0 && (framing == RESP_LENGTH || framing == RESP_NONE))
+		evbuffer_add_printf(out, "content-length: %lld\r\n",
+		    (long long)clen);
+	else if (framing == RESP_CHUNKED)
+		evbuffer_add(out, "transfer-encoding: chunked\r\n", 28);
+	if (!keep_alive)
+		evbuffer_add(out, "connection: close\r\n\r\n", 21);
+	else if (minor == 0)
+		evbuffer_add(out, "connection: keep-alive\r\n\r\n", 26);
+	else
+		evbuffer_add(out, "\r\n", 2);
+}
+
+void
+resp_chunk(struct evbuffer *out, struct evbuffer *data)
+{
+	size_t n = evbuffer_get_length(data);
+
+	if (n == 0)
+		return;
+	evbuffer_add_printf(out, "%zx\r\n", n);
+	evbuffer_add_buffer(out, data);
+	evbuffer_add(out, "\r\n", 2);
+}
+
+void
+resp_chunk_end(struct evbuffer *out)
+{
+	evbuffer_add(out, "0\r\n\r\n", 5);
+}
+
+void
+resp_simple(struct evbuffer *out, int minor, int status, const char *ctype,
+    const char *body, size_t len, const char *request_id, int keep_alive,
+    int head_only)
+{
+	evbuffer_add_printf(out, "HTTP/1.%d %d %s\r\n"
+	    "content-type: %s\r\ncontent-length: %zu\r\n", minor, status,
+	    resp_reason(status), ctype, len);
+	if (request_id != NULL && *request_id != '\0')
+		evbuffer_add_printf(out, "x-request-id: %s\r\n", request_id);
+	if (status == 503)
+		evbuffer_add(out, "retry-after: 1\r\n", 16);
+	if (!keep_alive)
+		evbuffer_add(out, "connection: close\r\n", 19);
+	else if (minor == 0)
+		evbuffer_add(out, "connection: keep-alive\r\n", 24);
+	evbuffer_add(out, "\r\n", 2);
+	if (!head_only)
+		evbuffer_add(out, body, len);
+}
+
+void
+resp_error(struct evbuffer *out, int minor, int status, const char *why,
+    const char *request_id, int keep_alive, int head_only)
+{
+	char body[512];
+	int n;
+
+	n = snprintf(body, sizeof(body), "%d %s%s%s\n", status,
+	    resp_reason(status), why != NULL ? ": " : "", why != NULL ? why : "");
+	if (n < 0)
+		n = 0;
+	if ((size_t)n >= sizeof(body))
+		n = sizeof(body) - 1;
+	resp_simple(out, minor, status, "text/plain; charset=utf-8", body,
+	    (size_t)n, request_id, keep_alive, head_only);
+}

@@ -1,0 +1,355 @@
+/*
+ * stream.c -- one proxied request (see stream.h).
+ *
+ * Life: NEW -> QUEUED (waiting in its handle) -> ATTACHED (on an upstream,
+ * REQUEST sent) -> DONE.  The timer is the request's one deadline: the
+ * queue deadline while queued, then the time to the response head, then
+ * the longest gap allowed between response pieces.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/uio.h>
+
+#include <event2/buffer.h>
+#include <event2/event.h>
+
+#include "handle.h"
+#include "http1.h"
+#include "resp.h"
+#include "stream.h"
+#include "upstream.h"
+#include "wire.h"
+#include "worker.h"
+
+enum stream_state { S_NEW, S_QUEUED, S_ATTACHED, S_DONE };
+
+struct stream {
+	struct worker	*w;
+	struct stream_info info;
+	const struct stream_ops *ops;
+	void		*arg;
+	enum stream_state state;
+	struct handle	*h;
+	struct upstream	*up;
+	uint32_t	 id;
+	struct evbuffer	*pending;	/* body that arrived before attach */
+	int		 body_end;	/* the client's body is complete */
+	int		 end_sent;	/* our END (or FLAG_END) is out */
+	int		 responded;	/* RESPONSE arrived */
+	struct event	*timer;
+	struct stream	*qnext;
+};
+
+static void	stream_timer_cb(evutil_socket_t, short, void *);
+
+static void
+stream_arm(struct stream *s, double seconds)
+{
+	struct timeval tv;
+
+	tv.tv_sec = (time_t)seconds;
+	tv.tv_usec = (suseconds_t)((seconds - (double)tv.tv_sec) * 1e6);
+	evtimer_add(s->timer, &tv);
+}
+
+struct stream *
+stream_new(struct worker *w, const struct stream_info *info,
+    const struct stream_ops *ops, void *arg)
+{
+	struct stream *s;
+
+	if ((s = calloc(1, sizeof(*s))) == NULL)
+		return NULL;
+	s->w = w;
+	s->info = *info;
+	s->ops = ops;
+	s->arg = arg;
+	s->timer = evtimer_new(worker_base(w), stream_timer_cb, s);
+	if (s->timer == NULL) {
+		free(s);
+		return NULL;
+	}
+	return s;
+}
+
+void
+stream_free(struct stream *s)
+{
+	if (s == NULL)
+		return;
+	if (s->pending != NULL)
+		evbuffer_free(s->pending);
+	event_free(s->timer);
+	free(s);
+}
+
+void
+stream_submit(struct stream *s, struct handle *h)
+{
+	s->h = h;
+	handle_submit(h, s);
+}
+
+void
+stream_queued(struct stream *s, struct handle *h, double timeout)
+{
+	s->state = S_QUEUED;
+	s->h = h;
+	stream_arm(s, timeout);
+}
+
+void
+stream_unqueued(struct stream *s)
+{
+	s->state = S_NEW;
+}
+
+void
+stream_attached(struct stream *s, struct upstream *up, uint32_t id)
+{
+	s->state = S_ATTACHED;
+	s->up = up;
+	s->id = id;
+	stream_arm(s, s->info.timeout);
+	if (s->ops->on_attached != NULL)
+		s->ops->on_attached(s->arg);
+}
+
+int
+stream_is_attached(const struct stream *s)
+{
+	return s->state == S_ATTACHED;
+}
+
+uint32_t
+stream_id(const struct stream *s)
+{
+	return s->id;
+}
+
+struct stream *
+stream_queue_next(struct stream *s)
+{
+	return s->qnext;
+}
+
+void
+stream_queue_set_next(struct stream *s, struct stream *next)
+{
+	s->qnext = next;
+}
+
+void
+stream_body(struct stream *s, const char *p, size_t n)
+{
+	if (s->state == S_ATTACHED) {
+		upstream_send_data(s->up, s->id, p, n);
+		return;
+	}
+	if (s->state == S_DONE)
+		return;
+	if (s->pending == NULL && (s->pending = evbuffer_new()) == NULL)
+		return;
+	evbuffer_add(s->pending, p, n);
+}
+
+void
+stream_body_end(struct stream *s)
+{
+	s->body_end = 1;
+	if (s->state == S_ATTACHED && !s->end_sent) {
+		s->end_sent = 1;
+		upstream_send_end(s->up, s->id);
+	}
+}
+
+/* Names listed in the Connection header are hop-by-hop too. */
+static int
+stream_conn_listed(const struct http1_request *r, const char *name,
+    size_t len)
+{
+	const char *p, *e, *t;
+	unsigned i;
+
+	for (i = 0; i < r->nfields; i++) {
+		if (strcasecmp(r->fields[i].name, "connection") != 0)
+			continue;
+		p = r->fields[i].value;
+		e = p + r->fields[i].value_len;
+		while (p < e) {
+			while (p < e && (*p == ' ' || *p == '\t' || *p == ','))
+				p++;
+			t = p;
+			while (p < e && *p != ',' && *p != ' ' && *p != '\t')
+				p++;
+			if ((size_t)(p - t) == len && strncasecmp(t, name, len) == 0)
+				return 1;
+		}
+	}
+	return 0;
+}
+
+static void
+stream_str(struct wire_str *ws, const char *p, size_t len)
+{
+	ws->p = p;
+	ws->len = len;
+}
+
+/*
+ * The REQUEST head: the client's end-to-end fields, minus hop-by-hop ones
+ * and the ones we set ourselves (X-Forwarded-*, X-Request-Id travels in
+ * its own field), plus X-Forwarded-For (appended to the client's) and
+ * X-Forwarded-Proto.
+ */
+int
+stream_encode(struct stream *s, uint32_t id, struct evbuffer *out)
+{
+	const struct http1_request *r = s->info.req;
+	struct wire_field fields[WIRE_MAX_FIELDS];
+	struct wire_request wr;
+	struct evbuffer_iovec iov;
+	char *xff = NULL;
+	const char *prev = NULL;
+	size_t prevlen = 0, size, n, xfflen;
+	unsigned i, nf = 0;
+	uint8_t flags = 0;
+	int rv = -1;
+
+	for (i = 0; i < r->nfields && nf < WIRE_MAX_FIELDS - 2; i++) {
+		const struct http1_field *f = &r->fields[i];
+
+		if (strcasecmp(f->name, "x-forwarded-for") == 0) {
+			prev = f->value;
+			prevlen = f->value_len;
+			continue;
+		}
+		if (resp_is_hop_by_hop(f->name, f->name_len) ||
+		    strcasecmp(f->name, "x-forwarded-proto") == 0 ||
+		    strcasecmp(f->name, "x-request-id") == 0 ||
+		    stream_conn_listed(r, f->name, f->name_len))
+			continue;
+		stream_str(&fields[nf].name, f->name, f->name_len);
+		stream_str(&fields[nf].value, f->value, f->value_len);
+		nf++;
+	}
+	xfflen = prevlen + strlen(s->info.client_addr) + 3;
+	if ((xff = malloc(xfflen)) == NULL)
+		return -1;
+	if (prev != NULL)
+		xfflen = (size_t)snprintf(xff, xfflen, "%.*s, %s", (int)prevlen,
+		    prev, s->info.client_addr);
+	else
+		xfflen = (size_t)snprintf(xff, xfflen, "%s", s->info.client_addr);
+	stream_str(&fields[nf].name, "x-forwarded-for", 15);
+	stream_str(&fields[nf++].value, xff, xfflen);
+	stream_str(&fields[nf].name, "x-forwarded-proto", 17);
+	stream_str(&fields[nf++].value, "http", 4);
+
+	memset(&wr, 0, sizeof(wr));
+	stream_str(&wr.method, r->method, r->method_len);
+	stream_str(&wr.target, s->info.target, s->info.target_len);
+	stream_str(&wr.deployment, s->info.deployment,
+	    strlen(s->info.deployment));
+	stream_str(&wr.request_id, s->info.request_id,
+	    strlen(s->info.request_id));
+	wr.deadline_ms = (uint32_t)(s->info.timeout * 1000);
+	wr.fields = fields;
+	wr.nfields = nf;
+	if (!r->has_body) {
+		flags = WIRE_FLAG_END;
+		s->end_sent = 1;
+	}
+	size = wire_request_size(&wr);
+	if (evbuffer_reserve_space(out, (ev_ssize_t)size, &iov, 1) < 1)
+		goto done;
+	if ((n = wire_encode_request(iov.iov_base, id, flags, &wr)) == 0)
+		goto done;
+	iov.iov_len = n;
+	evbuffer_commit_space(out, &iov, 1);
+	rv = 0;
+done:
+	free(xff);
+	return rv;
+}
+
+/* After attach: what arrived while queued goes out now. */
+void
+stream_flush_pending(struct stream *s)
+{
+	unsigned char buf[16384];
+	size_t n;
+
+	while (s->pending != NULL && evbuffer_get_length(s->pending) > 0) {
+		n = evbuffer_remove(s->pending, buf, sizeof(buf));
+		upstream_send_data(s->up, s->id, buf, n);
+	}
+	if (s->body_end && !s->end_sent) {
+		s->end_sent = 1;
+		upstream_send_end(s->up, s->id);
+	}
+}
+
+void
+stream_on_response(struct stream *s, int status, const struct wire_field *f,
+    unsigned n, int end)
+{
+	s->responded = 1;
+	stream_arm(s, s->info.timeout);
+	s->ops->on_response(s->arg, status, f, n, end);
+}
+
+void
+stream_on_data(struct stream *s, struct evbuffer *buf)
+{
+	stream_arm(s, s->info.timeout);
+	s->ops->on_data(s->arg, buf);
+}
+
+void
+stream_on_end(struct stream *s)
+{
+	s->state = S_DONE;
+	evtimer_del(s->timer);
+	s->ops->on_end(s->arg);
+}
+
+void
+stream_on_fail(struct stream *s, int status, const char *why)
+{
+	s->state = S_DONE;
+	evtimer_del(s->timer);
+	s->ops->on_fail(s->arg, status, why);
+}
+
+static void
+stream_timer_cb(evutil_socket_t fd, short ev, void *arg)
+{
+	struct stream *s = arg;
+
+	switch (s->state) {
+	case S_QUEUED:
+		handle_dequeue(s->h, s);
+		stream_on_fail(s, 503, "no replica available in time");
+		break;
+	case S_ATTACHED:
+		upstream_cancel(s->up, s);
+		stream_on_fail(s, 504, s->responded ?
+		    "replica stalled mid-response" : "replica did not answer in time");
+		break;
+	default:
+		break;
+	}
+}
+
+void
+stream_abort(struct stream *s)
+{
+	if (s->state == S_QUEUED)
+		handle_dequeue(s->h, s);
+	else if (s->state == S_ATTACHED)
+		upstream_cancel(s->up, s);
+	s->state = S_DONE;
+	stream_free(s);
+}

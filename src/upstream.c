@@ -1,0 +1,772 @@
+/*
+ * upstream.c -- a worker's connection to one replica (see upstream.h).
+ *
+ * Stream ids: a slot index in the low 16 bits and the slot's generation in
+ * the high 16, so a lookup is an array index and an id comes back only
+ * after its slot has been reused 65536 times -- long after any late frame
+ * for a cancelled stream could arrive.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/event.h>
+
+#include "conf.h"
+#include "handle.h"
+#include "log.h"
+#include "net.h"
+#include "registry.h"
+#include "stream.h"
+#include "upstream.h"
+#include "wire.h"
+#include "worker.h"
+
+#define UPSTREAM_MAX_SLOTS	65535
+#define BACKOFF_MIN_MS		20
+#define BACKOFF_MAX_MS		2000
+
+struct upstream {
+	struct worker	*w;
+	struct reg_endpoint *ep;
+	struct ep_stats	*st;		/* this worker's slot in ep */
+	enum upstream_state state;
+	struct bufferevent *bev;
+	struct event	*timer;		/* connect, ping or backoff */
+	unsigned	 backoff_ms;
+	int		 hello_seen;
+	int		 goaway;	/* no new streams on this connection */
+	uint64_t	 ping_seq;
+	int		 ping_out;	/* PINGs sent and not answered */
+	uint8_t		 ping_opaque[8];
+	int		 rx;		/* a frame arrived since the last tick */
+
+	struct stream	**slots;	/* [nslots]; slot 0 unused */
+	uint16_t	*gens;
+	unsigned	*free_slots;
+	unsigned	 nfree;
+	unsigned	 nslots;
+	unsigned	 in_flight;
+	unsigned	 cap;		/* min(conf, HELLO) */
+
+	struct handle	**watchers;
+	unsigned	 nwatch, capwatch;
+	struct evbuffer	*scratch;	/* DATA payloads on their way out */
+	struct upstream	*next;		/* the worker's pool */
+};
+
+static void	upstream_connect(struct upstream *);
+static void	upstream_fail(struct upstream *, const char *);
+static void	upstream_read_cb(struct bufferevent *, void *);
+static void	upstream_event_cb(struct bufferevent *, short, void *);
+static void	upstream_timer_cb(evutil_socket_t, short, void *);
+
+static const char *state_names[] = {
+	"idle", "connecting", "warming", "ready", "down",
+};
+
+const char *
+upstream_state_str(int st)
+{
+	if (st < 0 || st > UPSTREAM_DOWN)
+		return "?";
+	return state_names[st];
+}
+
+int
+upstream_state_rank(int st)
+{
+	static const int rank[] = { 0, 2, 3, 4, 1 };
+
+	if (st < 0 || st > UPSTREAM_DOWN)
+		return 0;
+	return rank[st];
+}
+
+static void
+upstream_set_state(struct upstream *up, enum upstream_state st)
+{
+	unsigned i;
+
+	if (up->state == st)
+		return;
+	log_debug("worker %u: replica %s: %s -> %s", worker_id(up->w),
+	    up->ep->id, state_names[up->state], state_names[st]);
+	up->state = st;
+	atomic_store_explicit(&up->st->state, st, memory_order_relaxed);
+	for (i = 0; i < up->nwatch; i++)
+		handle_upstream_event(up->watchers[i], up);
+}
+
+static void
+upstream_arm(struct upstream *up, double seconds)
+{
+	struct timeval tv;
+
+	tv.tv_sec = (time_t)seconds;
+	tv.tv_usec = (suseconds_t)((seconds - (double)tv.tv_sec) * 1e6);
+	evtimer_add(up->timer, &tv);
+}
+
+struct upstream *
+upstream_get(struct worker *w, struct reg_endpoint *ep)
+{
+	struct upstream **pool = (struct upstream **)worker_upstream_pool(w);
+	struct upstream *up;
+
+	for (up = *pool; up != NULL; up = up->next) {
+		if (up->ep == ep)
+			return up;
+	}
+	if ((up = calloc(1, sizeof(*up))) == NULL)
+		return NULL;
+	up->w = w;
+	up->ep = ep;
+	up->st = &ep->stats[worker_id(w)];
+	up->cap = ep->max_ongoing;
+	up->timer = evtimer_new(worker_base(w), upstream_timer_cb, up);
+	up->scratch = evbuffer_new();
+	if (up->timer == NULL || up->scratch == NULL) {
+		if (up->timer != NULL)
+			event_free(up->timer);
+		if (up->scratch != NULL)
+			evbuffer_free(up->scratch);
+		free(up);
+		return NULL;
+	}
+	up->next = *pool;
+	*pool = up;
+	upstream_connect(up);
+	return up;
+}
+
+static void
+upstream_close(struct upstream *up)
+{
+	if (up->bev != NULL) {
+		bufferevent_free(up->bev);
+		up->bev = NULL;
+	}
+}
+
+void
+upstream_pool_free(struct worker *w)
+{
+	struct upstream **pool = (struct upstream **)worker_upstream_pool(w);
+	struct upstream *up, *next;
+
+	for (up = *pool; up != NULL; up = next) {
+		next = up->next;
+		upstream_close(up);
+		event_free(up->timer);
+		evbuffer_free(up->scratch);
+		free(up->slots);
+		free(up->gens);
+		free(up->free_slots);
+		free(up->watchers);
+		free(up);
+	}
+	*pool = NULL;
+}
+
+void
+upstream_watch(struct upstream *up, struct handle *h)
+{
+	struct handle **nw;
+	unsigned n;
+
+	if (up->nwatch == up->capwatch) {
+		n = up->capwatch ? up->capwatch * 2 : 4;
+		if ((nw = realloc(up->watchers, n * sizeof(*nw))) == NULL)
+			return;
+		up->watchers = nw;
+		up->capwatch = n;
+	}
+	up->watchers[up->nwatch++] = h;
+}
+
+void
+upstream_unwatch(struct upstream *up, struct handle *h)
+{
+	unsigned i;
+
+	for (i = 0; i < up->nwatch; i++) {
+		if (up->watchers[i] == h) {
+			up->watchers[i] = up->watchers[--up->nwatch];
+			return;
+		}
+	}
+}
+
+int
+upstream_is_ready(const struct upstream *up)
+{
+	return up->state == UPSTREAM_READY && !up->goaway;
+}
+
+unsigned
+upstream_in_flight(const struct upstream *up)
+{
+	return up->in_flight;
+}
+
+unsigned
+upstream_capacity(const struct upstream *up)
+{
+	return up->cap;
+}
+
+const char *
+upstream_id(const struct upstream *up)
+{
+	return up->ep->id;
+}
+
+/* Connection life ------------------------------------------------------ */
+
+static void
+upstream_connect(struct upstream *up)
+{
+	const struct conf *conf = worker_conf(up->w);
+
+	upstream_close(up);
+	up->hello_seen = 0;
+	up->goaway = 0;
+	up->ping_out = 0;
+	up->bev = bufferevent_socket_new(worker_base(up->w), -1,
+	    BEV_OPT_CLOSE_ON_FREE);
+	if (up->bev == NULL) {
+		upstream_fail(up, "out of memory");
+		return;
+	}
+	bufferevent_setcb(up->bev, upstream_read_cb, NULL, upstream_event_cb, up);
+	bufferevent_enable(up->bev, EV_READ | EV_WRITE);
+	upstream_set_state(up, UPSTREAM_CONNECTING);
+	upstream_arm(up, conf->timeouts.connect);
+	if (bufferevent_socket_connect(up->bev,
+	    (struct sockaddr *)&up->ep->addr.ss, (int)up->ep->addr.len) == -1)
+		upstream_fail(up, "connect failed");
+}
+
+static void
+upstream_send_ping(struct upstream *up)
+{
+	uint8_t frame[WIRE_HEADER_SIZE + 8];
+	uint64_t v = ++up->ping_seq;
+
+	memcpy(up->ping_opaque, &v, 8);
+	wire_encode_ping(frame, WIRE_PING, up->ping_opaque);
+	bufferevent_write(up->bev, frame, sizeof(frame));
+	up->ping_out++;
+	atomic_store_explicit(&up->st->pings,
+	    atomic_load_explicit(&up->st->pings, memory_order_relaxed) + 1,
+	    memory_order_relaxed);
+}
+
+/* Connected: our HELLO and a PING go out together. */
+static void
+upstream_warm(struct upstream *up)
+{
+	struct wire_hello hello;
+	uint8_t buf[WIRE_HEADER_SIZE + 8 + 2 * 256];
+	size_t n;
+	int fd = bufferevent_getfd(up->bev);
+
+	if (up->ep->addr.ss.ss_family != AF_UNIX)
+		net_nodelay(fd);
+	memset(&hello, 0, sizeof(hello));
+	hello.version = WIRE_VERSION;
+	hello.replica_id.p = "ingressd";
+	hello.replica_id.len = 8;
+	n = wire_encode_hello(buf, &hello);
+	bufferevent_write(up->bev, buf, n);
+	upstream_send_ping(up);
+	upstream_set_state(up, UPSTREAM_WARMING);
+}
+
+/* Every stream on the connection fails: their requests were sent. */
+static void
+upstream_fail_streams(struct upstream *up, const char *why)
+{
+	struct stream *s;
+	unsigned i;
+
+	for (i = 1; i < up->nslots; i++) {
+		if ((s = up->slots[i]) == NULL)
+			continue;
+		up->slots[i] = NULL;
+		up->free_slots[up->nfree++] = i;
+		up->in_flight--;
+		stream_on_fail(s, 502, why);
+	}
+	atomic_store_explicit(&up->st->in_flight, 0, memory_order_relaxed);
+}
+
+static void
+upstream_fail(struct upstream *up, const char *why)
+{
+	unsigned jitter;
+
+	if (up->state == UPSTREAM_READY || up->in_flight > 0)
+		log_warnx("replica %s (%s): %s", up->ep->id, up->ep->addr.text,
+		    why);
+	else
+		log_debug("replica %s (%s): %s", up->ep->id, up->ep->addr.text,
+		    why);
+	upstream_close(up);
+	upstream_fail_streams(up, why);
+	/* Exponential backoff with jitter, so replicas that come back are
+	 * not hit by every worker at the same instant. */
+	up->backoff_ms = up->backoff_ms ? up->backoff_ms * 2 : BACKOFF_MIN_MS;
+	if (up->backoff_ms > BACKOFF_MAX_MS)
+		up->backoff_ms = BACKOFF_MAX_MS;
+	jitter = up->backoff_ms / 4 ? (unsigned)random() % (up->backoff_ms / 4) : 0;
+	upstream_arm(up, (up->backoff_ms + jitter) / 1000.0);
+	upstream_set_state(up, UPSTREAM_DOWN);
+}
+
+static void
+upstream_event_cb(struct bufferevent *bev, short what, void *arg)
+{
+	struct upstream *up = arg;
+
+	if (what & BEV_EVENT_CONNECTED) {
+		upstream_warm(up);
+		return;
+	}
+	if (what & BEV_EVENT_EOF)
+		upstream_fail(up, "connection closed by replica");
+	else if (what & BEV_EVENT_ERROR)
+		upstream_fail(up, evutil_socket_error_to_string(
+		    EVUTIL_SOCKET_ERROR()));
+}
+
+/*
+ * One timer per connection, three roles: while connecting or warming it is
+ * the connect deadline; while down, the backoff; while ready, the idle ping
+ * tick (a PING when nothing arrived in an interval; two unanswered PINGs
+ * take the replica out of rotation).
+ */
+static void
+upstream_timer_cb(evutil_socket_t fd, short ev, void *arg)
+{
+	struct upstream *up = arg;
+	const struct conf *conf = worker_conf(up->w);
+
+	switch (up->state) {
+	case UPSTREAM_CONNECTING:
+	case UPSTREAM_WARMING:
+		upstream_fail(up, "no HELLO and PONG in time");
+		break;
+	case UPSTREAM_DOWN:
+	case UPSTREAM_IDLE:
+		upstream_connect(up);
+		break;
+	case UPSTREAM_READY:
+		if (up->ping_out >= 2) {
+			upstream_fail(up, "missed PONGs");
+			break;
+		}
+		if (!up->rx || up->ping_out > 0)
+			upstream_send_ping(up);
+		up->rx = 0;
+		upstream_arm(up, conf->timeouts.ping_interval);
+		break;
+	}
+}
+
+/* Streams ---------------------------------------------------------------- */
+
+static int
+upstream_grow_slots(struct upstream *up)
+{
+	unsigned i, n = up->nslots ? up->nslots * 2 : 64;
+	struct stream **ns;
+	uint16_t *ng;
+	unsigned *nf;
+
+	if (n > UPSTREAM_MAX_SLOTS + 1)
+		n = UPSTREAM_MAX_SLOTS + 1;
+	if (n <= up->nslots)
+		return -1;
+	ns = realloc(up->slots, n * sizeof(*ns));
+	if (ns != NULL)
+		up->slots = ns;
+	ng = realloc(up->gens, n * sizeof(*ng));
+	if (ng != NULL)
+		up->gens = ng;
+	nf = realloc(up->free_slots, n * sizeof(*nf));
+	if (nf != NULL)
+		up->free_slots = nf;
+	if (ns == NULL || ng == NULL || nf == NULL)
+		return -1;
+	for (i = up->nslots; i < n; i++) {
+		up->slots[i] = NULL;
+		up->gens[i] = 0;
+		if (i != 0)
+			up->free_slots[up->nfree++] = i;
+	}
+	up->nslots = n;
+	return 0;
+}
+
+static struct stream *
+upstream_lookup(struct upstream *up, uint32_t id)
+{
+	unsigned slot = id & 0xffff;
+
+	if (slot == 0 || slot >= up->nslots || up->slots[slot] == NULL ||
+	    up->gens[slot] != (id >> 16))
+		return NULL;
+	return up->slots[slot];
+}
+
+static void
+upstream_count_in_flight(struct upstream *up)
+{
+	atomic_store_explicit(&up->st->in_flight, (int)up->in_flight,
+	    memory_order_relaxed);
+}
+
+int
+upstream_attach(struct upstream *up, struct stream *s)
+{
+	unsigned slot;
+	uint32_t id;
+
+	if (!upstream_is_ready(up) || up->in_flight >= up->cap)
+		return -1;
+	if (up->nfree == 0 && upstream_grow_slots(up) == -1)
+		return -1;
+	slot = up->free_slots[--up->nfree];
+	id = ((uint32_t)++up->gens[slot] << 16) | slot;
+	if (stream_encode(s, id, bufferevent_get_output(up->bev)) == -1) {
+		up->free_slots[up->nfree++] = slot;
+		return -1;
+	}
+	up->slots[slot] = s;
+	up->in_flight++;
+	upstream_count_in_flight(up);
+	atomic_store_explicit(&up->st->requests,
+	    atomic_load_explicit(&up->st->requests, memory_order_relaxed) + 1,
+	    memory_order_relaxed);
+	stream_attached(s, up, id);
+	stream_flush_pending(s);
+	return 0;
+}
+
+/* The stream leaves the table; a full connection that frees a slot tells
+ * its handles, which may have requests waiting for exactly that. */
+static void
+upstream_detach(struct upstream *up, uint32_t id)
+{
+	unsigned i, slot = id & 0xffff;
+	int was_full = up->in_flight >= up->cap;
+
+	up->slots[slot] = NULL;
+	up->free_slots[up->nfree++] = slot;
+	up->in_flight--;
+	upstream_count_in_flight(up);
+	if (was_full) {
+		for (i = 0; i < up->nwatch; i++)
+			handle_upstream_event(up->watchers[i], up);
+	}
+}
+
+void
+upstream_send_data(struct upstream *up, uint32_t id, const void *p, size_t n)
+{
+	struct evbuffer *out = bufferevent_get_output(up->bev);
+	uint8_t hdr[WIRE_HEADER_SIZE];
+	size_t piece;
+
+	while (n > 0) {
+		piece = n < WIRE_MAX_DATA ? n : WIRE_MAX_DATA;
+		wire_encode_header(hdr, (uint32_t)piece, WIRE_DATA, 0, id);
+		evbuffer_add(out, hdr, sizeof(hdr));
+		evbuffer_add(out, p, piece);
+		p = (const char *)p + piece;
+		n -= piece;
+	}
+}
+
+void
+upstream_send_end(struct upstream *up, uint32_t id)
+{
+	uint8_t hdr[WIRE_HEADER_SIZE];
+
+	wire_encode_header(hdr, 0, WIRE_END, 0, id);
+	bufferevent_write(up->bev, hdr, sizeof(hdr));
+}
+
+void
+upstream_cancel(struct upstream *up, struct stream *s)
+{
+	uint8_t frame[WIRE_HEADER_SIZE + 4];
+	uint32_t id = stream_id(s);
+
+	if (upstream_lookup(up, id) != s)
+		return;
+	upstream_detach(up, id);
+	if (up->bev != NULL) {
+		wire_encode_cancel(frame, id, WIRE_CODE_CANCEL);
+		bufferevent_write(up->bev, frame, sizeof(frame));
+	}
+}
+
+/* Frames from the replica ---------------------------------------------- */
+
+static void
+upstream_protocol_error(struct upstream *up, const char *what, int rc)
+{
+	struct wire_error e;
+	uint8_t buf[WIRE_HEADER_SIZE + 8 + 128];
+	char text[128];
+	size_t n;
+
+	snprintf(text, sizeof(text), "%s: %s", what, wire_result_str(rc));
+	e.code = WIRE_CODE_PROTOCOL;
+	e.text.p = text;
+	e.text.len = strlen(text);
+	if ((n = wire_encode_error(buf, 0, &e)) > 0 && up->bev != NULL) {
+		bufferevent_write(up->bev, buf, n);
+		bufferevent_flush(up->bev, EV_WRITE, BEV_FLUSH);
+	}
+	upstream_fail(up, text);
+}
+
+static void
+upstream_on_hello(struct upstream *up, const struct wire_frame *f)
+{
+	struct wire_hello h;
+	int rc;
+
+	if ((rc = wire_decode_hello(f, &h)) != WIRE_OK || up->hello_seen) {
+		upstream_protocol_error(up, "bad HELLO", rc ? rc : WIRE_E_VALUE);
+		return;
+	}
+	up->hello_seen = 1;
+	up->cap = up->ep->max_ongoing;
+	if (h.max_concurrency > 0 && h.max_concurrency < up->cap)
+		up->cap = h.max_concurrency;
+}
+
+static void
+upstream_on_pong(struct upstream *up, const struct wire_frame *f)
+{
+	const struct conf *conf = worker_conf(up->w);
+	uint8_t opaque[8];
+
+	if (wire_decode_ping(f, opaque) != WIRE_OK ||
+	    memcmp(opaque, up->ping_opaque, 8) != 0)
+		return;		/* an older PING's answer: harmless */
+	up->ping_out = 0;
+	atomic_store_explicit(&up->st->pongs,
+	    atomic_load_explicit(&up->st->pongs, memory_order_relaxed) + 1,
+	    memory_order_relaxed);
+	if (up->state == UPSTREAM_WARMING) {
+		if (!up->hello_seen) {
+			upstream_protocol_error(up, "PONG before HELLO",
+			    WIRE_E_VALUE);
+			return;
+		}
+		up->backoff_ms = 0;
+		upstream_arm(up, conf->timeouts.ping_interval);
+		upstream_set_state(up, UPSTREAM_READY);
+	}
+}
+
+static void
+upstream_on_ping(struct upstream *up, const struct wire_frame *f)
+{
+	uint8_t opaque[8], frame[WIRE_HEADER_SIZE + 8];
+
+	if (wire_decode_ping(f, opaque) != WIRE_OK)
+		return;
+	wire_encode_ping(frame, WIRE_PONG, opaque);
+	bufferevent_write(up->bev, frame, sizeof(frame));
+}
+
+static void
+upstream_on_response(struct upstream *up, const struct wire_frame *f,
+    struct stream *s)
+{
+	struct wire_field fields[WIRE_MAX_FIELDS];
+	struct wire_response r;
+	int rc, end = f->flags & WIRE_FLAG_END;
+
+	if ((rc = wire_decode_response(f, &r, fields, WIRE_MAX_FIELDS)) != 0) {
+		upstream_protocol_error(up, "bad RESPONSE", rc);
+		return;
+	}
+	if (end)
+		upstream_detach(up, f->stream);
+	stream_on_response(s, r.status, r.fields, r.nfields, end);
+	if (end)
+		stream_on_end(s);
+}
+
+static void
+upstream_on_stream_error(struct upstream *up, const struct wire_frame *f,
+    struct stream *s)
+{
+	struct wire_error e;
+	char why[160];
+
+	if (wire_decode_error(f, &e) != WIRE_OK) {
+		upstream_protocol_error(up, "bad ERROR", WIRE_E_SHORT);
+		return;
+	}
+	snprintf(why, sizeof(why), "replica failed the request: %.*s",
+	    (int)(e.text.len > 120 ? 120 : e.text.len), e.text.p);
+	upstream_detach(up, f->stream);
+	stream_on_fail(s, 502, why);
+}
+
+static void
+upstream_on_goaway(struct upstream *up)
+{
+	unsigned i;
+
+	up->goaway = 1;
+	for (i = 0; i < up->nwatch; i++)
+		handle_upstream_event(up->watchers[i], up);
+}
+
+/* A frame that is not DATA: pulled up whole, decoded, dispatched. */
+static void
+upstream_on_frame(struct upstream *up, const struct wire_frame *f)
+{
+	struct stream *s = NULL;
+
+	up->rx = 1;
+	switch (f->type) {
+	case WIRE_HELLO:
+		upstream_on_hello(up, f);
+		return;
+	case WIRE_PING:
+		upstream_on_ping(up, f);
+		return;
+	case WIRE_PONG:
+		upstream_on_pong(up, f);
+		return;
+	case WIRE_GOAWAY:
+		upstream_on_goaway(up);
+		return;
+	case WIRE_WINDOW:
+		return;		/* v1: flow control is not used yet */
+	case WIRE_ERROR:
+		if (f->stream == 0) {
+			upstream_fail(up, "replica sent a connection ERROR");
+			return;
+		}
+		break;
+	case WIRE_RESPONSE:
+	case WIRE_END:
+		break;
+	default:
+		upstream_protocol_error(up, wire_type_str(f->type),
+		    WIRE_E_TYPE);
+		return;
+	}
+	if (!up->hello_seen) {
+		upstream_protocol_error(up, "stream frame before HELLO",
+		    WIRE_E_STREAM);
+		return;
+	}
+	if ((s = upstream_lookup(up, f->stream)) == NULL)
+		return;		/* cancelled or finished: ignore */
+	if (f->type == WIRE_RESPONSE) {
+		upstream_on_response(up, f, s);
+	} else if (f->type == WIRE_END) {
+		upstream_detach(up, f->stream);
+		stream_on_end(s);
+	} else {
+		upstream_on_stream_error(up, f, s);
+	}
+}
+
+/* DATA: the payload moves to the stream without being pulled up. */
+static void
+upstream_on_data(struct upstream *up, const struct wire_frame *f,
+    struct evbuffer *in)
+{
+	struct stream *s;
+
+	up->rx = 1;
+	evbuffer_drain(in, WIRE_HEADER_SIZE);
+	if ((s = upstream_lookup(up, f->stream)) == NULL) {
+		evbuffer_drain(in, f->length);
+		return;
+	}
+	evbuffer_remove_buffer(in, up->scratch, f->length);
+	stream_on_data(s, up->scratch);
+	evbuffer_drain(up->scratch, evbuffer_get_length(up->scratch));
+	if (f->flags & WIRE_FLAG_END && upstream_lookup(up, f->stream) == s) {
+		upstream_detach(up, f->stream);
+		stream_on_end(s);
+	}
+}
+
+static void
+upstream_peek_header(const uint8_t *p, struct wire_frame *f)
+{
+	f->length = (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 |
+	    (uint32_t)p[2] << 8 | p[3];
+	f->type = p[4];
+	f->flags = p[5];
+	f->stream = (uint32_t)p[8] << 24 | (uint32_t)p[9] << 16 |
+	    (uint32_t)p[10] << 8 | p[11];
+	f->payload = NULL;
+}
+
+static void
+upstream_read_cb(struct bufferevent *bev, void *arg)
+{
+	struct upstream *up = arg;
+	struct evbuffer *in = bufferevent_get_input(bev);
+	struct wire_frame f;
+	const uint8_t *p;
+	size_t len, need;
+	int rc;
+
+	while (up->bev == bev && (len = evbuffer_get_length(in)) >=
+	    WIRE_HEADER_SIZE) {
+		p = evbuffer_pullup(in, WIRE_HEADER_SIZE);
+		rc = wire_decode_frame(p, WIRE_HEADER_SIZE, &f, &need);
+		if (rc != WIRE_OK && rc != WIRE_NEED_MORE) {
+			upstream_protocol_error(up, "bad frame", rc);
+			return;
+		}
+		if (rc == WIRE_NEED_MORE) {
+			if (len < need)
+				return;
+			/* The header was validated; DATA needs no more. */
+			upstream_peek_header(p, &f);
+			if (f.type != WIRE_DATA) {
+				p = evbuffer_pullup(in, (ev_ssize_t)need);
+				rc = wire_decode_frame(p, need, &f, &need);
+				if (rc != WIRE_OK) {
+					upstream_protocol_error(up, "bad frame",
+					    rc);
+					return;
+				}
+			}
+		}
+		if (f.type == WIRE_DATA) {
+			if (f.stream == 0 || !up->hello_seen) {
+				upstream_protocol_error(up, "bad DATA",
+				    WIRE_E_STREAM);
+				return;
+			}
+			upstream_on_data(up, &f, in);
+			continue;
+		}
+		upstream_on_frame(up, &f);
+		if (up->bev == bev)
+			evbuffer_drain(in, need);
+	}
+}

@@ -1,0 +1,59 @@
+/*
+ * upstream.h -- one worker's connection to one replica.
+ *
+ * A connection is a state machine (memcached's proxy backends are the
+ * model): IDLE -> CONNECTING -> WARMING (our HELLO and a PING sent) ->
+ * READY (their HELLO and the PONG arrived) -> DOWN (backoff, then
+ * CONNECTING again).  Only READY connections carry requests.  Each worker
+ * keeps one connection per replica address, shared by every handle (name)
+ * that resolves to it; many streams are multiplexed on it.
+ *
+ * Handles watch the upstreams they use and are told when one becomes ready,
+ * goes down, or frees a slot after being full.
+ */
+#ifndef INGRESSD_UPSTREAM_H
+#define INGRESSD_UPSTREAM_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct evbuffer;
+struct handle;
+struct reg_endpoint;
+struct stream;
+struct worker;
+struct upstream;
+
+enum upstream_state {
+	UPSTREAM_IDLE = 0,
+	UPSTREAM_CONNECTING,
+	UPSTREAM_WARMING,
+	UPSTREAM_READY,
+	UPSTREAM_DOWN,
+};
+
+const char	*upstream_state_str(int);
+int		 upstream_state_rank(int);	/* for "best of" summaries */
+
+/* Find this worker's connection to ep, creating (and connecting) it. */
+struct upstream	*upstream_get(struct worker *, struct reg_endpoint *);
+void		 upstream_pool_free(struct worker *);
+void		 upstream_watch(struct upstream *, struct handle *);
+void		 upstream_unwatch(struct upstream *, struct handle *);
+
+int		 upstream_is_ready(const struct upstream *);
+unsigned	 upstream_in_flight(const struct upstream *);
+unsigned	 upstream_capacity(const struct upstream *);
+const char	*upstream_id(const struct upstream *);
+
+/* Give the stream an id on this connection and send its REQUEST (and any
+ * body already buffered).  0, or -1 if the connection cannot take it. */
+int		 upstream_attach(struct upstream *, struct stream *);
+/* Body from the client, for an attached stream: DATA frames. */
+void		 upstream_send_data(struct upstream *, uint32_t id,
+		    const void *, size_t);
+void		 upstream_send_end(struct upstream *, uint32_t id);
+/* Abandon a stream: CANCEL to the replica, forget it here. */
+void		 upstream_cancel(struct upstream *, struct stream *);
+
+#endif
