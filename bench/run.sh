@@ -80,12 +80,18 @@ stop_pid() {
 	return 0
 }
 
-cleanup() {
-	trap - EXIT INT TERM
-	# Note ingressd's children first: stopped early, it may leave them.
+# Note ingressd's children first: a broken ingressd may leave them behind,
+# and cleanup stops those too.
+stop_ingressd() {
 	if alive "$INGRESSD_PID"; then
 		REPLICA_PIDS="$REPLICA_PIDS $(descendants "$INGRESSD_PID")"
 	fi
+	stop_pid "$INGRESSD_PID"
+}
+
+cleanup() {
+	trap - EXIT INT TERM
+	[ -n "$INGRESSD_PID" ] && stop_ingressd
 	for p in $PIDS; do stop_pid "$p"; done
 	# A replica outlives a crashed ingressd: stop the ones we saw it
 	# start, if that pid is still a replica-hello.
@@ -274,8 +280,12 @@ run_one() {
 }
 
 mkdir -p "$RAW" || die "cannot create $RAW"
-rm -f "$RAW"/*.txt "$RAW/runs.tsv" "$RAW/failed.tsv" "$RAW/ingressd.log"
+rm -f "$RAW"/*.txt "$RAW/runs.tsv" "$RAW/failed.tsv" "$RAW/ingressd.log" \
+    "$RAW/params" "$RAW/loadavg.start"
 : >"$RAW/runs.tsv"
+cut -d' ' -f1-3 /proc/loadavg >"$RAW/loadavg.start"
+printf 'ROUNDS=%s\nDURATION=%s\nCONNS=%s\nAB_N=%s\nTOOLS=%s\n' "$ROUNDS" \
+    "$DURATION" "$CONNS" "$AB_N" "$TOOLS" >"$RAW/params"
 TMP=$(mktemp -d /tmp/ingressd-bench.XXXXXX) || die "mktemp failed"
 
 set -- $($PY ports 4)
@@ -302,7 +312,7 @@ INGRESSD_OK=0
 start_ingressd && INGRESSD_OK=1
 if [ $INGRESSD_OK -eq 0 ] && [ -n "$INGRESSD_PID" ]; then
 	tail -n 20 "$RAW/ingressd.log" >&2
-	stop_pid "$INGRESSD_PID"
+	stop_ingressd
 fi
 
 ACTIVE=""

@@ -219,8 +219,10 @@ send_error(struct conn *c, uint32_t stream, uint32_t code, const char *text)
 static int
 send_small(struct conn *c, const uint8_t *frame, size_t n)
 {
-	return evbuffer_add(c->out, frame, n) == 0 ? (conn_want_flush(c), 0) :
-	    -1;
+	if (evbuffer_add(c->out, frame, n) != 0)
+		return -1;
+	conn_want_flush(c);
+	return 0;
 }
 
 static int
@@ -456,15 +458,21 @@ frame_hello(struct conn *c, const struct wire_frame *f, const char **why)
 }
 
 static int
-frame_ping(struct conn *c, const struct wire_frame *f)
+frame_ping(struct conn *c, const struct wire_frame *f, const char **why)
 {
 	uint8_t	opaque[8], pong[WIRE_HEADER_SIZE + 8];
 
-	if (wire_decode_ping(f, opaque) != WIRE_OK)
+	if (wire_decode_ping(f, opaque) != WIRE_OK) {
+		*why = "bad PING";
 		return -1;
+	}
 	c->pings++;
 	wire_encode_ping(pong, WIRE_PONG, opaque);
-	return send_small(c, pong, sizeof pong);
+	if (send_small(c, pong, sizeof pong) != 0) {
+		*why = "out of memory";
+		return -1;
+	}
+	return 0;
 }
 
 /* A REQUEST we will not run: answer ERROR on its stream and forget it. */
@@ -607,7 +615,7 @@ conn_frame(struct conn *c, const struct wire_frame *f, const char **why)
 	case WIRE_HELLO:
 		return frame_hello(c, f, why);
 	case WIRE_PING:
-		return frame_ping(c, f);
+		return frame_ping(c, f, why);
 	case WIRE_REQUEST:
 		return frame_request(c, f, why);
 	case WIRE_DATA:
@@ -751,9 +759,9 @@ conn_process(struct conn *c)
 {
 	struct wire_frame f;
 	const char	 *why = NULL;
-	size_t		  off = 0, need;
+	size_t		  off = 0, need = 0;
 	uint8_t		 *p;
-	int		  rc;
+	int		  rc = WIRE_OK;
 
 	c->busy = 1;
 	while (!c->dead && c->state != CONN_CLOSING) {
@@ -764,8 +772,11 @@ conn_process(struct conn *c)
 			why = wire_result_str(rc);
 			break;
 		}
-		if (conn_frame(c, &f, &why) != 0)
+		if (conn_frame(c, &f, &why) != 0) {
+			if (why == NULL)
+				why = "bad frame";
 			break;
+		}
 		why = NULL;
 		off += need;
 	}
@@ -807,6 +818,11 @@ conn_read_cb(evutil_socket_t fd, short what, void *arg)
 	struct conn	*c = arg;
 	ssize_t		 n;
 
+	/* conn_process() leaves room for the rest of any partial frame. */
+	if (c->inlen == c->incap) {
+		conn_protocol_error(c, "input buffer full");
+		return;
+	}
 	n = read(fd, c->in + c->inlen, c->incap - c->inlen);
 	if (n < 0 && (errno == EAGAIN || errno == EINTR))
 		return;

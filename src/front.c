@@ -69,6 +69,7 @@ struct front {
 	char		 request_id[FRONT_MAX_RID + 1];
 	char		*target;	/* rewritten target (strip_prefix) */
 	size_t		 target_cap;
+	struct front	*prev, *next;	/* the worker's connections */
 };
 
 static void	front_process(struct front *);
@@ -413,8 +414,28 @@ static const struct http1_callbacks front_http1_callbacks = {
 /* The connection ------------------------------------------------------- */
 
 static void
+front_link(struct front *f)
+{
+	struct front **head = (struct front **)worker_front_list(f->w);
+
+	f->prev = NULL;
+	f->next = *head;
+	if (*head != NULL)
+		(*head)->prev = f;
+	*head = f;
+}
+
+static void
 front_free(struct front *f)
 {
+	struct front **head = (struct front **)worker_front_list(f->w);
+
+	if (f->prev != NULL)
+		f->prev->next = f->next;
+	else
+		*head = f->next;
+	if (f->next != NULL)
+		f->next->prev = f->prev;
 	if (f->stream != NULL)
 		stream_abort(f->stream);
 	http1_free(f->parser);
@@ -624,9 +645,20 @@ front_accept(struct worker *w, int fd, const struct sockaddr *sa, int socklen,
 	}
 	f->keep_alive = 1;
 	f->minor = 1;
+	front_link(f);
 	bufferevent_setcb(f->bev, front_read_cb, front_write_cb, front_event_cb,
 	    f);
 	bufferevent_setwatermark(f->bev, EV_READ, 0, FRONT_READ_HIGH);
 	bufferevent_enable(f->bev, EV_READ | EV_WRITE);
 	front_arm(f, T_HEADER);
+}
+
+/* Worker shutdown: every connection goes, in-flight requests cancelled. */
+void
+front_free_all(struct worker *w)
+{
+	struct front **head = (struct front **)worker_front_list(w);
+
+	while (*head != NULL)
+		front_free(*head);
 }

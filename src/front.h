@@ -16,5 +16,6 @@ struct worker;
 
 void	front_accept(struct worker *, int fd, const struct sockaddr *,
 	    int socklen, int admin);
+void	front_free_all(struct worker *);
 
 #endif

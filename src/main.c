@@ -23,6 +23,7 @@
 #include "net.h"
 #include "registry.h"
 #include "route.h"
+#include "sdnotify.h"
 #include "supervise.h"
 #include "worker.h"
 
@@ -254,7 +255,11 @@ main(int argc, char **argv)
 		log_info("ingressd %s started: %u worker(s), %u deployment(s), "
 		    "runtime dir %s", INGRESSD_VERSION, d.nworkers,
 		    d.conf->ndeployments, d.runtime_dir);
+		sdnotify_status("serving: %u worker(s), %u deployment(s)",
+		    d.nworkers, d.conf->ndeployments);
+		sdnotify_ready();
 		event_base_dispatch(d.base);
+		sdnotify_stopping();
 	}
 	daemon_stop(&d);
 	for (i = 0; i < 3; i++)

@@ -29,6 +29,7 @@ static int	net_resolve(const char *, const char *, int, struct net_addr *,
 		    char *, size_t, const char *);
 static int	net_fail(int, const struct net_addr *, const char *, char *,
 		    size_t);
+static int	net_unix_live(const struct net_addr *);
 
 static int
 net_parse_unix(const char *s, struct net_addr *na, char *err, size_t len)
@@ -188,6 +189,21 @@ net_fail(int fd, const struct net_addr *na, const char *what, char *err,
 	return (-1);
 }
 
+/* Is someone accepting on this unix socket?  Refused means stale. */
+static int
+net_unix_live(const struct net_addr *na)
+{
+	int	fd, live;
+
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd == -1)
+		return (0);
+	live = connect(fd, (const struct sockaddr *)&na->ss, na->len) == 0 ||
+	    errno == EAGAIN || errno == EINPROGRESS;
+	close(fd);
+	return (live);
+}
+
 int
 net_listen(const struct net_addr *na, int reuseport, char *err, size_t len)
 {
@@ -200,10 +216,14 @@ net_listen(const struct net_addr *na, int reuseport, char *err, size_t len)
 	if (fd == -1)
 		return (net_fail(-1, na, "socket", err, len));
 	if (net_addr_is_unix(na)) {
-		/* Only a leftover socket is removed, never a regular file. */
+		/*
+		 * Only a stale socket is removed: never a regular file, and
+		 * never one a live process still listens on (bind then
+		 * fails with EADDRINUSE, as it would for TCP).
+		 */
 		sun = (const struct sockaddr_un *)&na->ss;
 		if (lstat(sun->sun_path, &sb) == 0 && S_ISSOCK(sb.st_mode) &&
-		    unlink(sun->sun_path) == -1)
+		    !net_unix_live(na) && unlink(sun->sun_path) == -1)
 			return (net_fail(fd, na, "unlink", err, len));
 	} else {
 		if (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one,

@@ -1,10 +1,12 @@
 /*
  * upstream.c -- a worker's connection to one replica (see upstream.h).
  *
- * Stream ids: a slot index in the low 16 bits and the slot's generation in
- * the high 16, so a lookup is an array index and an id comes back only
- * after its slot has been reused 65536 times -- long after any late frame
- * for a cancelled stream could arrive.
+ * Stream ids increase on a connection and are never reused (the protocol
+ * says so: a late frame for a cancelled stream can never be mistaken for a
+ * new one).  The stream table is an array indexed by id & (nslots - 1):
+ * a new id that lands on a busy slot is skipped, and the table doubles
+ * when it is half full, so a lookup is one index and one compare.  Growing
+ * never collides: ids distinct under a mask stay distinct under a wider one.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -25,7 +27,8 @@
 #include "wire.h"
 #include "worker.h"
 
-#define UPSTREAM_MAX_SLOTS	65535
+#define UPSTREAM_MIN_SLOTS	64
+#define UPSTREAM_LAST_ID	0x7fff0000u	/* then drain and reconnect */
 #define BACKOFF_MIN_MS		20
 #define BACKOFF_MAX_MS		2000
 
@@ -44,11 +47,9 @@ struct upstream {
 	uint8_t		 ping_opaque[8];
 	int		 rx;		/* a frame arrived since the last tick */
 
-	struct stream	**slots;	/* [nslots]; slot 0 unused */
-	uint16_t	*gens;
-	unsigned	*free_slots;
-	unsigned	 nfree;
-	unsigned	 nslots;
+	struct stream	**slots;	/* [nslots], by id & (nslots - 1) */
+	unsigned	 nslots;	/* a power of two */
+	uint32_t	 next_id;
 	unsigned	 in_flight;
 	unsigned	 cap;		/* min(conf, HELLO) */
 
@@ -164,8 +165,6 @@ upstream_pool_free(struct worker *w)
 		event_free(up->timer);
 		evbuffer_free(up->scratch);
 		free(up->slots);
-		free(up->gens);
-		free(up->free_slots);
 		free(up->watchers);
 		free(up);
 	}
@@ -236,6 +235,7 @@ upstream_connect(struct upstream *up)
 	up->hello_seen = 0;
 	up->goaway = 0;
 	up->ping_out = 0;
+	up->next_id = 1;
 	up->bev = bufferevent_socket_new(worker_base(up->w), -1,
 	    BEV_OPT_CLOSE_ON_FREE);
 	if (up->bev == NULL) {
@@ -294,11 +294,10 @@ upstream_fail_streams(struct upstream *up, const char *why)
 	struct stream *s;
 	unsigned i;
 
-	for (i = 1; i < up->nslots; i++) {
+	for (i = 0; i < up->nslots; i++) {
 		if ((s = up->slots[i]) == NULL)
 			continue;
 		up->slots[i] = NULL;
-		up->free_slots[up->nfree++] = i;
 		up->in_flight--;
 		stream_on_fail(s, 502, why);
 	}
@@ -366,6 +365,10 @@ upstream_timer_cb(evutil_socket_t fd, short ev, void *arg)
 		upstream_connect(up);
 		break;
 	case UPSTREAM_READY:
+		if (up->goaway && up->in_flight == 0) {
+			upstream_connect(up);
+			break;
+		}
 		if (up->ping_out >= 2) {
 			upstream_fail(up, "missed PONGs");
 			break;
@@ -383,32 +386,17 @@ upstream_timer_cb(evutil_socket_t fd, short ev, void *arg)
 static int
 upstream_grow_slots(struct upstream *up)
 {
-	unsigned i, n = up->nslots ? up->nslots * 2 : 64;
-	struct stream **ns;
-	uint16_t *ng;
-	unsigned *nf;
+	unsigned i, n = up->nslots ? up->nslots * 2 : UPSTREAM_MIN_SLOTS;
+	struct stream **ns, *s;
 
-	if (n > UPSTREAM_MAX_SLOTS + 1)
-		n = UPSTREAM_MAX_SLOTS + 1;
-	if (n <= up->nslots)
+	if ((ns = calloc(n, sizeof(*ns))) == NULL)
 		return -1;
-	ns = realloc(up->slots, n * sizeof(*ns));
-	if (ns != NULL)
-		up->slots = ns;
-	ng = realloc(up->gens, n * sizeof(*ng));
-	if (ng != NULL)
-		up->gens = ng;
-	nf = realloc(up->free_slots, n * sizeof(*nf));
-	if (nf != NULL)
-		up->free_slots = nf;
-	if (ns == NULL || ng == NULL || nf == NULL)
-		return -1;
-	for (i = up->nslots; i < n; i++) {
-		up->slots[i] = NULL;
-		up->gens[i] = 0;
-		if (i != 0)
-			up->free_slots[up->nfree++] = i;
+	for (i = 0; i < up->nslots; i++) {
+		if ((s = up->slots[i]) != NULL)
+			ns[stream_id(s) & (n - 1)] = s;
 	}
+	free(up->slots);
+	up->slots = ns;
 	up->nslots = n;
 	return 0;
 }
@@ -416,12 +404,12 @@ upstream_grow_slots(struct upstream *up)
 static struct stream *
 upstream_lookup(struct upstream *up, uint32_t id)
 {
-	unsigned slot = id & 0xffff;
+	struct stream *s;
 
-	if (slot == 0 || slot >= up->nslots || up->slots[slot] == NULL ||
-	    up->gens[slot] != (id >> 16))
+	if (up->nslots == 0 || (s = up->slots[id & (up->nslots - 1)]) == NULL ||
+	    stream_id(s) != id)
 		return NULL;
-	return up->slots[slot];
+	return s;
 }
 
 static void
@@ -434,20 +422,20 @@ upstream_count_in_flight(struct upstream *up)
 int
 upstream_attach(struct upstream *up, struct stream *s)
 {
-	unsigned slot;
 	uint32_t id;
 
 	if (!upstream_is_ready(up) || up->in_flight >= up->cap)
 		return -1;
-	if (up->nfree == 0 && upstream_grow_slots(up) == -1)
+	if ((up->in_flight + 1) * 2 > up->nslots &&
+	    upstream_grow_slots(up) == -1)
 		return -1;
-	slot = up->free_slots[--up->nfree];
-	id = ((uint32_t)++up->gens[slot] << 16) | slot;
-	if (stream_encode(s, id, bufferevent_get_output(up->bev)) == -1) {
-		up->free_slots[up->nfree++] = slot;
+	/* Skip ids whose slot a long-lived stream still holds. */
+	while (up->slots[up->next_id & (up->nslots - 1)] != NULL)
+		up->next_id++;
+	id = up->next_id++;
+	if (stream_encode(s, id, bufferevent_get_output(up->bev)) == -1)
 		return -1;
-	}
-	up->slots[slot] = s;
+	up->slots[id & (up->nslots - 1)] = s;
 	up->in_flight++;
 	upstream_count_in_flight(up);
 	atomic_store_explicit(&up->st->requests,
@@ -455,6 +443,11 @@ upstream_attach(struct upstream *up, struct stream *s)
 	    memory_order_relaxed);
 	stream_attached(s, up, id);
 	stream_flush_pending(s);
+	/* Ids run out: drain, then start afresh.  Not upstream_on_goaway():
+	 * we may be inside a handle's dispatch loop, which must not be
+	 * re-entered. */
+	if (up->next_id >= UPSTREAM_LAST_ID)
+		up->goaway = 1;
 	return 0;
 }
 
@@ -463,13 +456,17 @@ upstream_attach(struct upstream *up, struct stream *s)
 static void
 upstream_detach(struct upstream *up, uint32_t id)
 {
-	unsigned i, slot = id & 0xffff;
+	unsigned i;
 	int was_full = up->in_flight >= up->cap;
 
-	up->slots[slot] = NULL;
-	up->free_slots[up->nfree++] = slot;
+	up->slots[id & (up->nslots - 1)] = NULL;
 	up->in_flight--;
 	upstream_count_in_flight(up);
+	if (up->goaway && up->in_flight == 0) {
+		/* Drained after GOAWAY: a fresh connection, warmed again. */
+		event_active(up->timer, EV_TIMEOUT, 0);
+		return;
+	}
 	if (was_full) {
 		for (i = 0; i < up->nwatch; i++)
 			handle_upstream_event(up->watchers[i], up);
@@ -627,6 +624,20 @@ upstream_on_stream_error(struct upstream *up, const struct wire_frame *f,
 }
 
 static void
+upstream_on_conn_error(struct upstream *up, const struct wire_frame *f)
+{
+	struct wire_error e;
+	char why[200];
+
+	if (wire_decode_error(f, &e) != WIRE_OK)
+		e.text.len = 0;
+	snprintf(why, sizeof(why), "replica closed the connection: %s: %.*s",
+	    wire_code_str(e.code), (int)(e.text.len > 150 ? 150 : e.text.len),
+	    e.text.p);
+	upstream_fail(up, why);
+}
+
+static void
 upstream_on_goaway(struct upstream *up)
 {
 	unsigned i;
@@ -660,7 +671,7 @@ upstream_on_frame(struct upstream *up, const struct wire_frame *f)
 		return;		/* v1: flow control is not used yet */
 	case WIRE_ERROR:
 		if (f->stream == 0) {
-			upstream_fail(up, "replica sent a connection ERROR");
+			upstream_on_conn_error(up, f);
 			return;
 		}
 		break;

@@ -39,6 +39,7 @@ struct worker {
 	unsigned	 nlisteners;
 	struct handle_table *handles;
 	void		*upstreams;
+	void		*fronts;
 	uint32_t	 rng;
 	uint32_t	 rid_prefix;
 	uint64_t	 rid_counter;
@@ -91,7 +92,9 @@ worker_free(struct worker *w)
 		return;
 	for (i = 0; i < w->nlisteners; i++)
 		evconnlistener_free(w->listeners[i]);
-	/* Handles first: they unwatch the upstreams they use. */
+	/* Clients first (they cancel their streams), then handles (they
+	 * unwatch upstreams), then the upstreams. */
+	front_free_all(w);
 	handle_table_free(w->handles);
 	upstream_pool_free(w);
 	if (w->inbox_ev != NULL)
@@ -269,6 +272,12 @@ void **
 worker_upstream_pool(struct worker *w)
 {
 	return &w->upstreams;
+}
+
+void **
+worker_front_list(struct worker *w)
+{
+	return &w->fronts;
 }
 
 uint32_t *

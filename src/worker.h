@@ -36,6 +36,7 @@ const struct route_table *worker_routes(const struct worker *);
 struct handle_table *worker_handles(const struct worker *);
 /* Per-worker slot for upstream.c's connection table. */
 void		**worker_upstream_pool(struct worker *);
+void		**worker_front_list(struct worker *);
 uint32_t	*worker_rng(struct worker *);
 /* A fresh request id (hex), unique across workers and restarts. */
 void		 worker_request_id(struct worker *, char *buf, size_t len);

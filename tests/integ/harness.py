@@ -560,10 +560,10 @@ class Daemon:
 		if not os.access(exe, os.X_OK):
 			raise AssertionError("%s is not built" % exe)
 		self.log = log_path("ingressd")
+		# A copy of the conf next to the log: the temp dir goes away.
+		with open(self.log[:-len(".log")] + ".conf.json", "w") as f:
+			json.dump(self.conf, f, indent=2)
 		self.logfile = open(self.log, "wb")
-		self.logfile.write(("# conf %s\n%s\n# ---\n" % (self.conf_path,
-		    json.dumps(self.conf, indent=1))).encode())
-		self.logfile.flush()
 		self.proc = subprocess.Popen([exe, "-c", self.conf_path],
 		    cwd=ROOT, stdin=subprocess.DEVNULL,
 		    stdout=self.logfile, stderr=self.logfile)
@@ -573,9 +573,8 @@ class Daemon:
 		while time.monotonic() < deadline:
 			if self.proc.poll() is not None:
 				raise AssertionError("ingressd exited with %d "
-				    "during start-up; log %s:\n%s" % (
-				    self.proc.returncode, self.log,
-				    "\n".join(tail(self.log, 20))))
+				    "during start-up (log %s)" % (
+				    self.proc.returncode, self.log))
 			try:
 				r = request(self.port, "GET", "/-/healthz",
 				    timeout=1.0)

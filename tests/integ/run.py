@@ -150,8 +150,9 @@ def main():
 			print(t.id())
 		return 0
 	os.makedirs(harness.LOG_DIR, exist_ok=True)
-	for old in glob.glob(os.path.join(harness.LOG_DIR, "*.log")):
-		os.unlink(old)
+	for pat in ("*.log", "*.conf.json"):
+		for old in glob.glob(os.path.join(harness.LOG_DIR, pat)):
+			os.unlink(old)
 
 	passed = failed = skipped = 0
 	t_all = time.monotonic()

@@ -47,12 +47,12 @@ class Errors(unittest.TestCase):
 				self.assertTrue(c.wait_closed(2.0))
 
 	def test_400_after_good_request_keeps_order(self):
-		# A good request, then garbage pipelined behind it: the first
-		# is answered, then 400, then the close.
+		# A good request, then a malformed one pipelined behind it:
+		# the first is answered, then 400, then the close.
 		with Daemon() as d:
 			with d.conn(timeout=5) as c:
 				c.send(b"GET /echo/ok HTTP/1.1\r\nHost: x\r\n\r\n"
-				    b"BAD\x01LINE\r\n\r\n")
+				    b"GET /echo/bad HTTP/1.1\r\nHost x\r\n\r\n")
 				r = c.read_response()
 				self.assertEqual(r.status, 200, r)
 				self.assertEqual(r.json()["path"], "/echo/ok")

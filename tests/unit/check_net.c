@@ -221,6 +221,17 @@ START_TEST(test_unix)
 	close(afd);
 	close(cfd);
 
+	/* A live listener's socket is not stolen by a second bind. */
+	snprintf(want, sizeof want, "%s: bind: Address already in use", addr);
+	ck_assert_int_eq(net_listen(&na, 0, err, sizeof err), -1);
+	ck_assert_str_eq(err, want);
+	cfd = net_connect(&na, err, sizeof err);
+	ck_assert_msg(cfd != -1, "%s", err);
+	afd = accept(lfd, NULL, NULL);
+	ck_assert_int_ne(afd, -1);
+	close(afd);
+	close(cfd);
+
 	/* The socket file is stale once its listener is gone: replaced. */
 	close(lfd);
 	lfd2 = net_listen(&na, 0, err, sizeof err);
@@ -233,7 +244,6 @@ START_TEST(test_unix)
 	ck_assert_int_ne(fd, -1);
 	close(fd);
 	ck_assert_int_eq(net_listen(&na, 0, err, sizeof err), -1);
-	snprintf(want, sizeof want, "%s: bind: Address already in use", addr);
 	ck_assert_str_eq(err, want);
 	ck_assert_int_eq(access(file, F_OK), 0);
 	unlink(file);

@@ -1,0 +1,60 @@
+/*
+ * hello.c -- the benchmark replica: every request gets "Hello world!".
+ *
+ * One RESPONSE frame and one DATA frame carrying FLAG_END, nothing else:
+ * the smallest amount of work a replica can do per request, so benchmarks
+ * measure ingressd and not this.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+
+#include <event2/event.h>
+
+#include "replica.h"
+
+static const char *const hello_hdrs[] = {
+	"content-type", "text/plain",
+	"content-length", "12",
+	NULL,
+};
+
+static void
+hello_request(struct replica_req *q, void *arg)
+{
+	if (replica_respond(q, 200, hello_hdrs, 0) == 0)
+		replica_write_end(q, "Hello world!", 12);
+}
+
+/* A body, if any, is ignored (and so not buffered by the library). */
+static void
+hello_body(struct replica_req *q, const void *p, size_t n, void *arg)
+{
+}
+
+int
+main(int argc, char **argv)
+{
+	static const struct replica_handler h = {
+		.on_request = hello_request,
+		.on_body = hello_body,
+	};
+	struct event_base	*base;
+	struct replica		*r;
+	char			 err[256];
+	int			 rc;
+
+	if ((base = event_base_new()) == NULL) {
+		fprintf(stderr, "replica-hello: event_base_new failed\n");
+		return 1;
+	}
+	if ((r = replica_new(base, argc, argv, &h, NULL, err,
+	    sizeof err)) == NULL) {
+		fprintf(stderr, "replica-hello: %s\n", err);
+		event_base_free(base);
+		return 1;
+	}
+	rc = replica_run(r);
+	replica_free(r);
+	event_base_free(base);
+	return rc == 0 ? 0 : 1;
+}
