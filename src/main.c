@@ -79,21 +79,33 @@ daemon_runtime_dir(struct daemon *d, char *err, size_t errlen)
 	return 0;
 }
 
-/* Bind one socket per worker per address (SO_REUSEPORT spreads accepts). */
+/*
+ * Bind one socket per worker per TCP address (SO_REUSEPORT lets the kernel
+ * spread connections); a unix socket can be bound once, so the workers
+ * share it through dup()ed descriptors.
+ */
 static int
 daemon_listen(struct daemon *d, const char *text, int admin, char *err,
     size_t errlen)
 {
 	struct net_addr addr;
 	unsigned i, n = admin ? 1 : d->nworkers;
-	int fd;
+	int fd = -1, shared;
 
 	if (net_addr_parse(text, &addr, err, errlen) == -1)
 		return -1;
+	shared = net_addr_is_unix(&addr);
 	for (i = 0; i < n; i++) {
-		fd = net_listen(&addr, n > 1, err, errlen);
-		if (fd == -1)
+		if (shared && i > 0)
+			fd = dup(fd);
+		else
+			fd = net_listen(&addr, n > 1, err, errlen);
+		if (fd == -1) {
+			if (err[0] == '\0')
+				snprintf(err, errlen, "%s: %s", text,
+				    strerror(errno));
 			return -1;
+		}
 		if (worker_add_listener(d->workers[i], fd, admin) == -1) {
 			close(fd);
 			snprintf(err, errlen, "%s: too many listeners", text);
@@ -201,7 +213,7 @@ main(int argc, char **argv)
 	const char *path = DEFAULT_CONF;
 	struct daemon d;
 	struct event *sigs[3];
-	char err[1024];
+	char err[1024] = "";
 	int ch, check = 0, debug = 0, rv = 0, level;
 	unsigned i;
 

@@ -638,6 +638,13 @@ class Daemon:
 			    socks)
 		if self.logfile:
 			self.logfile.close()
+		# Sanitizer reports from the daemon or its replicas (SAN=1).
+		for line in self.log_text().splitlines():
+			if "ERROR: AddressSanitizer" in line or \
+			    "ERROR: LeakSanitizer" in line or \
+			    "runtime error:" in line:
+				problems.append("sanitizer: %s" % line.strip())
+				break
 		if check and problems:
 			raise AssertionError("; ".join(problems))
 		return self.exit_status
