@@ -31,7 +31,8 @@ TARGETS = ["ingressd", "nginx-proxy", "nginx-direct"]
 TOOLS = ["wrk", "ab", "abk"]
 TARGET_NOTE = {
     "ingressd": "ingressd /hello -> 1 replica-hello (unix socket, wire protocol)",
-    "nginx-proxy": "nginx proxy_pass -> nginx return 200 (keepalive 64)",
+    "nginx-proxy": "nginx proxy_pass -> nginx return 200 "
+                   "(keepalive %(NGINX_KEEPALIVE)s)",
     "nginx-direct": "nginx return 200, no proxy (one-hop ceiling)",
 }
 
@@ -267,12 +268,18 @@ def summarise(runs, failed, tools):
             if target in failed and good:
                 row["bad"].append(failed[target])
             rows.append(row)
-    by = {(r["target"], r["tool"]): r for r in rows}
-    for r in rows:
+    # Ratios are taken round by round, then the median: the targets of one
+    # round ran seconds apart, so drift on the machine mostly cancels.
+    rps = {(r["target"], r["tool"], r["round"]): r["rps"] for r in runs
+           if "rps" in r}
+    for row in rows:
         for ref in ("nginx-proxy", "nginx-direct"):
-            o = by.get((ref, r["tool"]))
-            if "rps" in r and o and o.get("rps"):
-                r["vs_" + ref] = r["rps"] / o["rps"]
+            ratios = [v / rps[(ref, t, n)]
+                      for (tg, t, n), v in rps.items()
+                      if tg == row["target"] and t == row["tool"]
+                      and rps.get((ref, t, n))]
+            if "rps" in row and ratios:
+                row["vs_" + ref] = med(ratios)
     return rows
 
 
@@ -371,6 +378,7 @@ def loadavg(raw):
 def load_params(raw):
     """The parameters run.sh ran with (KEY=VALUE lines), over the env."""
     env = dict(os.environ)
+    env.setdefault("NGINX_KEEPALIVE", "64")
     try:
         with open(os.path.join(raw, "params")) as f:
             for line in f:
@@ -407,7 +415,7 @@ def cmd_report(args):
            "- source: git %s; ROUNDS=%s DURATION=%ss CONNS=%s AB_N=%s"
            % (m["git"], env.get("ROUNDS", "3"), env.get("DURATION", "5"),
               env.get("CONNS", "100"), env.get("AB_N", "10000")),
-           "- targets: " + "; ".join("**%s**: %s" % (t, TARGET_NOTE[t])
+           "- targets: " + "; ".join("**%s**: %s" % (t, TARGET_NOTE[t] % env)
                                      for t in TARGETS),
            "",
            md_table(head, body), ""]
@@ -425,7 +433,8 @@ def cmd_report(args):
             "CPU is utime+stime from /proc/PID/stat around each run "
             "divided by the requests completed: *proxy* is ingressd or the "
             "nginx proxy (nginx-direct: the origin itself), *backend* is "
-            "the replica or the origin nginx. Ratios compare median req/s.",
+            "the replica or the origin nginx. Ratios: req/s over the "
+            "reference's in the same round, median over rounds.",
             ""]
     with open(args.md, "w") as f:
         f.write("\n".join(mdl))

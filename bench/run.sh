@@ -13,8 +13,9 @@
 # the tools printed.
 #
 # Environment: ROUNDS (3), DURATION (wrk seconds, 5), CONNS (100), AB_N
-# (10000), TOOLS ("wrk ab abk"), BUILD (build), SERVER_CPUS / CLIENT_CPUS
-# (taskset lists, unset: no pinning).
+# (10000), TOOLS ("wrk ab abk"), NGINX_KEEPALIVE (idle upstream connections
+# nginx-proxy keeps, 64), BUILD (build), SERVER_CPUS / CLIENT_CPUS (taskset
+# lists, unset: no pinning), PYTHON (python3).
 #
 # Only 127.0.0.1.  Every process this script starts is recorded and stopped
 # by its pid on exit, and only those.  A missing or broken ingressd makes
@@ -28,6 +29,7 @@ ROUNDS=${ROUNDS:-3}
 DURATION=${DURATION:-5}
 CONNS=${CONNS:-100}
 AB_N=${AB_N:-10000}
+NGINX_KEEPALIVE=${NGINX_KEEPALIVE:-64}
 TOOLS=${TOOLS:-wrk ab abk}
 export BUILD ROUNDS DURATION CONNS AB_N TOOLS
 
@@ -45,7 +47,7 @@ TMP=""
 log() { printf 'bench: %s\n' "$*" >&2; }
 die() { log "$*"; exit 2; }
 
-for v in ROUNDS DURATION CONNS AB_N; do
+for v in ROUNDS DURATION CONNS AB_N NGINX_KEEPALIVE; do
 	eval "x=\$$v"
 	case $x in ''|*[!0-9]*) die "$v must be a positive integer: '$x'" ;; esac
 	[ "$x" -gt 0 ] || die "$v must be a positive integer"
@@ -152,7 +154,8 @@ start_nginx() {
 	local dir="$1"
 	mkdir -p "$dir"
 	sed -e "s|@PREFIX@|$dir|g" -e "s|@PORT@|$2|g" \
-	    -e "s|@UPSTREAM_PORT@|${3:-0}|g" "$4" >"$dir/nginx.conf"
+	    -e "s|@UPSTREAM_PORT@|${3:-0}|g" \
+	    -e "s|@KEEPALIVE@|$NGINX_KEEPALIVE|g" "$4" >"$dir/nginx.conf"
 	$PIN_SERVER "$NGINX" -p "$dir/" -c "$dir/nginx.conf" \
 	    -e "$dir/error.log" >"$dir/stdout.log" 2>&1 &
 	NGINX_PID=$!
@@ -160,6 +163,7 @@ start_nginx() {
 }
 
 start_ingressd() {
+	local kids p
 	if [ ! -x "$BUILD/ingressd" ]; then
 		fail_target ingressd "$BUILD/ingressd missing"
 		return 1
@@ -196,10 +200,17 @@ start_ingressd() {
 		return 1
 	fi
 	REPLICA_PIDS=$($PY replica-pids "127.0.0.1:$P_ADMIN" 2>>"$RAW/ingressd.log")
+	kids=$(descendants "$INGRESSD_PID" | sort -n | tr '\n' ' ')
 	if [ -z "$REPLICA_PIDS" ]; then
 		log "GET /-/deployments gave no pids; using ingressd's children"
-		REPLICA_PIDS=$(descendants "$INGRESSD_PID")
+		REPLICA_PIDS=$kids
 	fi
+	for p in $REPLICA_PIDS; do
+		case " $kids " in *" $p "*) ;; *)
+			log "replica pid $p from /-/deployments is not a" \
+			    "child of ingressd (children: ${kids:-none})" ;;
+		esac
+	done
 	log "ingressd pid $INGRESSD_PID, replica pids:" $REPLICA_PIDS
 	[ -n "$REPLICA_PIDS" ] ||
 	    log "no replica pid found: backend CPU will read '-'"
@@ -284,8 +295,9 @@ rm -f "$RAW"/*.txt "$RAW/runs.tsv" "$RAW/failed.tsv" "$RAW/ingressd.log" \
     "$RAW/params" "$RAW/loadavg.start"
 : >"$RAW/runs.tsv"
 cut -d' ' -f1-3 /proc/loadavg >"$RAW/loadavg.start"
-printf 'ROUNDS=%s\nDURATION=%s\nCONNS=%s\nAB_N=%s\nTOOLS=%s\n' "$ROUNDS" \
-    "$DURATION" "$CONNS" "$AB_N" "$TOOLS" >"$RAW/params"
+printf 'ROUNDS=%s\nDURATION=%s\nCONNS=%s\nAB_N=%s\nTOOLS=%s\nNGINX_KEEPALIVE=%s\n' \
+    "$ROUNDS" "$DURATION" "$CONNS" "$AB_N" "$TOOLS" "$NGINX_KEEPALIVE" \
+    >"$RAW/params"
 TMP=$(mktemp -d /tmp/ingressd-bench.XXXXXX) || die "mktemp failed"
 
 set -- $($PY ports 4)

@@ -30,6 +30,7 @@
 #include "http1.h"
 #include "log.h"
 #include "net.h"
+#include "reqlog.h"
 #include "resp.h"
 #include "route.h"
 #include "stream.h"
@@ -70,6 +71,8 @@ struct front {
 	char		*target;	/* rewritten target (strip_prefix) */
 	size_t		 target_cap;
 	struct front	*prev, *next;	/* the worker's connections */
+	struct reqlog	 log;		/* the current request, for reqlog */
+	double		 t_attach;
 };
 
 static void	front_process(struct front *);
@@ -112,12 +115,62 @@ front_out(struct front *f)
 	return bufferevent_get_output(f->bev);
 }
 
+static double
+front_now(struct front *f)
+{
+	struct timeval tv;
+
+	event_base_gettimeofday_cached(worker_base(f->w), &tv);
+	return (double)tv.tv_sec + (double)tv.tv_usec / 1e6;
+}
+
+/* Bytes the client is sent, counted as they are queued. */
+static void
+front_count_out(struct front *f, size_t before)
+{
+	f->log.bytes_out += evbuffer_get_length(front_out(f)) - before;
+}
+
+static const char *
+front_field(const struct http1_request *r, const char *name)
+{
+	unsigned i;
+
+	for (i = 0; i < r->nfields; i++) {
+		if (strcasecmp(r->fields[i].name, name) == 0)
+			return r->fields[i].value;
+	}
+	return NULL;
+}
+
+/* The request is over (or abandoned): one record for log and metrics. */
+static void
+front_reqlog(struct front *f, int aborted)
+{
+	if (f->log.method == NULL && f->log.status == 0)
+		return;
+	f->log.peer = f->peer;
+	f->log.request_id = f->request_id;
+	f->log.aborted = aborted;
+	f->log.total_s = front_now(f) - f->log.t_start;
+	if (f->t_attach > 0)
+		f->log.upstream_s = front_now(f) - f->t_attach;
+	reqlog_done(f->w, &f->log);
+	memset(&f->log, 0, sizeof(f->log));
+	f->log.upstream_s = -1;
+	f->t_attach = 0;
+}
+
 /* A response made here, not by a replica. */
 static void
 front_respond_local(struct front *f, int status, const char *why)
 {
+	size_t before = evbuffer_get_length(front_out(f));
+
 	resp_error(front_out(f), f->minor, status, why, f->request_id,
 	    f->keep_alive, f->is_head);
+	front_count_out(f, before);
+	f->log.status = status;
 	f->resp_started = 1;
 	f->resp_done = 1;
 }
@@ -134,8 +187,12 @@ front_respond_admin(struct front *f)
 	if (body == NULL) {
 		front_respond_local(f, status, NULL);
 	} else {
+		size_t before = evbuffer_get_length(front_out(f));
+
 		resp_simple(front_out(f), f->minor, status, ctype, body, len,
 		    f->request_id, f->keep_alive, f->is_head);
+		front_count_out(f, before);
+		f->log.status = status;
 		f->resp_started = 1;
 		f->resp_done = 1;
 	}
@@ -150,6 +207,7 @@ front_resp_head(void *arg, int status, const struct wire_field *fields,
 {
 	struct front *f = arg;
 	int64_t clen = resp_content_length(fields, n);
+	size_t before;
 
 	if (clen == -2) {
 		/* Unusable framing: fail it as the replica's fault. */
@@ -171,21 +229,34 @@ front_resp_head(void *arg, int status, const struct wire_field *fields,
 		front_respond_local(f, 502, "replica sent a bad Content-Length");
 		return;
 	}
+	before = evbuffer_get_length(front_out(f));
 	resp_head(front_out(f), f->minor, status, fields, n, f->request_id,
 	    f->framing, clen, f->keep_alive);
+	front_count_out(f, before);
+	f->log.status = status;
 	f->resp_started = 1;
 }
+
+static void	front_resp_data_write(struct front *, struct evbuffer *, size_t);
 
 static void
 front_resp_data(void *arg, struct evbuffer *buf)
 {
 	struct front *f = arg;
 	size_t n = evbuffer_get_length(buf);
+	size_t before = evbuffer_get_length(front_out(f));
 
 	if (!f->resp_started || f->resp_done || f->framing == RESP_NONE) {
 		evbuffer_drain(buf, n);
 		return;
 	}
+	front_resp_data_write(f, buf, n);
+	front_count_out(f, before);
+}
+
+static void
+front_resp_data_write(struct front *f, struct evbuffer *buf, size_t n)
+{
 	switch (f->framing) {
 	case RESP_LENGTH:
 		if ((int64_t)n > f->resp_left) {
@@ -225,8 +296,10 @@ front_resp_end(void *arg)
 	struct front *f = arg;
 
 	if (f->resp_started && !f->resp_done) {
-		if (f->framing == RESP_CHUNKED)
+		if (f->framing == RESP_CHUNKED) {
 			resp_chunk_end(front_out(f));
+			f->log.bytes_out += 5;
+		}
 		else if (f->framing == RESP_LENGTH && f->resp_left > 0)
 			f->keep_alive = 0;	/* short body: the client sees
 						 * the connection close */
@@ -257,6 +330,8 @@ front_stream_attached(void *arg)
 {
 	struct front *f = arg;
 
+	f->t_attach = front_now(f);
+	f->log.replica = stream_replica(f->stream);
 	/* Body bytes may be waiting in the input for the stream. */
 	bufferevent_enable(f->bev, EV_READ);
 	front_schedule(f);
@@ -340,6 +415,13 @@ front_req_head(void *arg, struct http1_request *r)
 	struct handle *h;
 
 	f->req = r;
+	f->log.t_start = front_now(f);
+	f->log.method = r->method;
+	f->log.target = r->target;
+	f->log.target_len = r->target_len;
+	f->log.minor = r->minor;
+	f->log.user_agent = front_field(r, "user-agent");
+	f->log.referer = front_field(r, "referer");
 	f->minor = r->minor;
 	f->is_head = r->is_head;
 	f->keep_alive = r->keep_alive;
@@ -358,6 +440,8 @@ front_req_head(void *arg, struct http1_request *r)
 		f->local_why = "no route for this path";
 		return 0;
 	}
+	f->log.route = rt->prefix;
+	f->log.deployment = rt->deployment;
 	if ((h = handle_get(f->w, rt->deployment)) == NULL) {
 		f->local_status = 503;
 		f->local_why = "unknown deployment";
@@ -386,6 +470,7 @@ front_req_body(void *arg, const char *p, size_t n)
 {
 	struct front *f = arg;
 
+	f->log.bytes_in += n;
 	if (f->stream != NULL)
 		stream_body(f->stream, p, n);
 	return 0;
@@ -436,6 +521,8 @@ front_free(struct front *f)
 		*head = f->next;
 	if (f->next != NULL)
 		f->next->prev = f->prev;
+	if (f->req != NULL || f->log.status != 0)
+		front_reqlog(f, !f->resp_done);
 	if (f->stream != NULL)
 		stream_abort(f->stream);
 	http1_free(f->parser);
@@ -467,6 +554,7 @@ front_close(struct front *f)
 static void
 front_next(struct front *f)
 {
+	front_reqlog(f, 0);
 	http1_next(f->parser);
 	f->req = NULL;
 	f->req_done = f->resp_done = f->resp_started = 0;
@@ -495,10 +583,18 @@ front_parse_error(struct front *f)
 		stream_abort(f->stream);
 		f->stream = NULL;
 	}
-	if (!f->resp_started)
+	if (!f->resp_started) {
+		size_t before = evbuffer_get_length(front_out(f));
+
 		resp_error(front_out(f), 1, status,
 		    http1_error_reason(f->parser), f->request_id[0] ?
 		    f->request_id : NULL, 0, 0);
+		front_count_out(f, before);
+		f->log.status = status;
+		f->resp_done = 1;
+		if (f->log.t_start == 0)
+			f->log.t_start = front_now(f);
+	}
 	front_close(f);
 }
 
@@ -645,6 +741,7 @@ front_accept(struct worker *w, int fd, const struct sockaddr *sa, int socklen,
 	}
 	f->keep_alive = 1;
 	f->minor = 1;
+	f->log.upstream_s = -1;
 	front_link(f);
 	bufferevent_setcb(f->bev, front_read_cb, front_write_cb, front_event_cb,
 	    f);
@@ -661,4 +758,29 @@ front_free_all(struct worker *w)
 
 	while (*head != NULL)
 		front_free(*head);
+}
+
+/*
+ * Graceful stop: idle connections close now; busy ones close after the
+ * response in progress (keep-alive off), so nothing in flight is lost.
+ * Returns how many connections are still busy.
+ */
+unsigned
+front_drain_all(struct worker *w)
+{
+	struct front *f, *next;
+	unsigned busy = 0;
+
+	for (f = *(struct front **)worker_front_list(w); f != NULL; f = next) {
+		next = f->next;
+		if (f->closing)
+			continue;
+		if (f->req == NULL && http1_idle(f->parser)) {
+			front_close(f);
+			continue;
+		}
+		f->keep_alive = 0;
+		busy++;
+	}
+	return busy;
 }

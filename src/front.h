@@ -17,5 +17,8 @@ struct worker;
 void	front_accept(struct worker *, int fd, const struct sockaddr *,
 	    int socklen, int admin);
 void	front_free_all(struct worker *);
+/* Close idle connections, end busy ones after their response; returns
+ * the number still busy. */
+unsigned front_drain_all(struct worker *);
 
 #endif

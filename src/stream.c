@@ -122,6 +122,12 @@ stream_is_attached(const struct stream *s)
 	return s->state == S_ATTACHED;
 }
 
+const char *
+stream_replica(const struct stream *s)
+{
+	return s->up != NULL ? upstream_id(s->up) : NULL;
+}
+
 uint32_t
 stream_id(const struct stream *s)
 {

@@ -56,6 +56,8 @@ void		 stream_submit(struct stream *, struct handle *);
 void		 stream_body(struct stream *, const char *p, size_t n);
 void		 stream_body_end(struct stream *);
 int		 stream_is_attached(const struct stream *);
+/* The replica's id once attached, else NULL. */
+const char	*stream_replica(const struct stream *);
 /* The client went away or the front gave up: cancel and free. */
 void		 stream_abort(struct stream *);
 void		 stream_free(struct stream *);

@@ -1,8 +1,9 @@
 /*
  * fuzz_http1.c -- libFuzzer target for the request parser.
  *
- * The first two bytes pick the limits and a split point; the rest is what a
- * client sends.  It is fed three ways (whole, cut in two, one byte at a
+ * The first two bytes pick the limits, which callbacks refuse (each at a
+ * point fixed by the bytes, not by how they were fed) and a split point;
+ * the rest is what a client sends.  It is fed three ways (whole, cut in two, one byte at a
  * time), as a caller would: after HTTP1_DONE, http1_next() and go on from
  * *consumed.  Besides "no crash", it checks the contract: consumed never
  * exceeds what was given, MORE takes everything, body pieces point into the
@@ -25,6 +26,7 @@ struct run {
 	uint64_t	 hash;
 	int		 in_body;
 	const char	*lo, *hi;	/* the bytes of the current feed */
+	unsigned	 refuse;	/* REFUSE_* */
 	int64_t		 want_body;	/* Content-Length of this message */
 	uint64_t	 got_body;
 	unsigned	 heads, ends, dones;
@@ -32,6 +34,10 @@ struct run {
 	int		 status;
 	const char	*reason;
 };
+
+#define REFUSE_HEAD	0x02	/* on_head: 404 on the second message */
+#define REFUSE_BODY	0x04	/* on_body: 500 once 16 bytes came */
+#define REFUSE_END	0x08	/* on_end: 503 on the third message */
 
 static void
 mix(struct run *r, const void *p, size_t n)
@@ -127,7 +133,7 @@ on_head(void *arg, struct http1_request *q)
 		mix_str(r, q->fields[i].name);
 		mix_str(r, q->fields[i].value);
 	}
-	return 0;
+	return (r->refuse & REFUSE_HEAD) && r->heads == 2 ? 404 : 0;
 }
 
 static int
@@ -140,6 +146,11 @@ on_body(void *arg, const char *p, size_t n)
 	if (!r->in_body)
 		mix_str(r, "B");
 	r->in_body = 1;
+	if ((r->refuse & REFUSE_BODY) && r->got_body + n >= 16) {
+		/* Refuse at byte 16 of the body, wherever the piece ends. */
+		mix(r, p, 16 - r->got_body);
+		return 500;
+	}
 	mix(r, p, n);
 	r->got_body += n;
 	return 0;
@@ -155,15 +166,15 @@ on_end(void *arg)
 	r->ends++;
 	r->in_body = 0;
 	mix_str(r, "E");
-	return 0;
+	return (r->refuse & REFUSE_END) && r->ends == 3 ? 503 : 0;
 }
 
 static const struct http1_callbacks cbs = { on_head, on_body, on_end };
 
 /* Feed like a client connection: pieces of `step`, or two cut at `split`. */
 static void
-drive(const struct http1_limits *lim, struct run *r, const char *s, size_t n,
-    size_t step, size_t split)
+drive(const struct http1_limits *lim, unsigned refuse, struct run *r,
+    const char *s, size_t n, size_t step, size_t split)
 {
 	struct http1	*h;
 	size_t		 start = 0, avail, c;
@@ -171,6 +182,7 @@ drive(const struct http1_limits *lim, struct run *r, const char *s, size_t n,
 
 	memset(r, 0, sizeof *r);
 	r->hash = 0xcbf29ce484222325ULL;
+	r->refuse = refuse;
 	if ((h = http1_new(lim, &cbs, r)) == NULL)
 		abort();
 	avail = split != 0 ? split : (step < n ? step : n);
@@ -236,20 +248,22 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct run	 whole, cut, bytes;
 	const char	*s;
 	size_t		 n, split;
+	unsigned	 refuse;
 
 	if (size < 2)
 		return 0;
 	lim = (data[0] & 1) ? &small : &big;
+	refuse = data[0] & (REFUSE_HEAD | REFUSE_BODY | REFUSE_END);
 	s = (const char *)data + 2;
 	n = size - 2;
-	split = n != 0 ? (((size_t)data[0] << 8 | data[1]) >> 1) % n : 0;
+	split = n != 0 ? ((size_t)(data[0] >> 4) << 8 | data[1]) % n : 0;
 
-	drive(lim, &whole, s, n, n, 0);
-	drive(lim, &cut, s, n, n, split);
+	drive(lim, refuse, &whole, s, n, n, 0);
+	drive(lim, refuse, &cut, s, n, n, split);
 	if (whole.hash != cut.hash || whole.status != cut.status)
 		abort();
 	if (n <= 4096) {
-		drive(lim, &bytes, s, n, 1, 0);
+		drive(lim, refuse, &bytes, s, n, 1, 0);
 		if (whole.hash != bytes.hash)
 			abort();
 	}

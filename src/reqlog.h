@@ -1,0 +1,38 @@
+/*
+ * reqlog.h -- what the front door knows about a finished request, handed
+ * to the access log and the metrics in one call (front.c fills it at the
+ * end of every request; nothing here is kept after the call returns).
+ */
+#ifndef INGRESSD_REQLOG_H
+#define INGRESSD_REQLOG_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct worker;
+
+struct reqlog {
+	const char	*peer;		/* client address */
+	const char	*method;	/* NULL: the request never parsed */
+	const char	*target;
+	size_t		 target_len;
+	int		 minor;		/* HTTP/1.minor */
+	int		 status;	/* as sent to the client; 0: none */
+	const char	*route;		/* matched prefix or NULL */
+	const char	*deployment;	/* NULL: not routed */
+	const char	*replica;	/* replica id or NULL */
+	const char	*request_id;
+	const char	*user_agent;	/* NULL if absent */
+	const char	*referer;
+	uint64_t	 bytes_in;	/* request body bytes */
+	uint64_t	 bytes_out;	/* response bytes written (head + body) */
+	double		 t_start;	/* request head complete (epoch seconds) */
+	double		 upstream_s;	/* attach -> response end; <0: none */
+	double		 total_s;	/* head -> response queued */
+	int		 aborted;	/* client went away first */
+};
+
+/* Called once per request, on the worker's thread. */
+void	reqlog_done(struct worker *, const struct reqlog *);
+
+#endif
