@@ -406,6 +406,25 @@ front_target(struct front *f, const struct conf_route *rt,
 	return f->target;
 }
 
+/*
+ * A client may ask for a shorter deadline (x-request-timeout-seconds),
+ * never a longer one than the deployment allows.
+ */
+static double
+front_timeout(const struct http1_request *r, double conf_timeout)
+{
+	const char *v = front_field(r, "x-request-timeout-seconds");
+	char *end;
+	double t;
+
+	if (v == NULL)
+		return conf_timeout;
+	t = strtod(v, &end);
+	if (end == v || *end != '\0' || !(t > 0))
+		return conf_timeout;
+	return t < conf_timeout ? t : conf_timeout;
+}
+
 static int
 front_req_head(void *arg, struct http1_request *r)
 {
@@ -455,7 +474,7 @@ front_req_head(void *arg, struct http1_request *r)
 	info.target = front_target(f, rt, r, &info.target_len);
 	info.request_id = f->request_id;
 	info.client_addr = f->peer;
-	info.timeout = handle_request_timeout(h);
+	info.timeout = front_timeout(r, handle_request_timeout(h));
 	if ((f->stream = stream_new(f->w, &info, &front_stream_ops, f)) == NULL) {
 		f->local_status = 503;
 		f->local_why = "out of memory";

@@ -39,7 +39,16 @@ struct stream {
 	int		 responded;	/* RESPONSE arrived */
 	struct event	*timer;
 	struct stream	*qnext;
+	uint64_t	 sent_at;
+	unsigned	 tries;		/* retries so far */
+	/* A copy of the body sent so far, while small, so that a request
+	 * that never reached its replica can be replayed on another. */
+	struct evbuffer	*replay;
+	int		 replay_lost;	/* body outgrew the copy */
 };
+
+#define STREAM_MAX_RETRIES	2
+#define STREAM_REPLAY_MAX	(64 * 1024)
 
 static void	stream_timer_cb(evutil_socket_t, short, void *);
 
@@ -80,6 +89,8 @@ stream_free(struct stream *s)
 		return;
 	if (s->pending != NULL)
 		evbuffer_free(s->pending);
+	if (s->replay != NULL)
+		evbuffer_free(s->replay);
 	event_free(s->timer);
 	free(s);
 }
@@ -146,10 +157,30 @@ stream_queue_set_next(struct stream *s, struct stream *next)
 	s->qnext = next;
 }
 
+/* Keep a copy of what goes out while it is small enough to replay. */
+static void
+stream_keep(struct stream *s, const void *p, size_t n)
+{
+	if (s->replay_lost)
+		return;
+	if (s->replay == NULL && (s->replay = evbuffer_new()) == NULL) {
+		s->replay_lost = 1;
+		return;
+	}
+	if (evbuffer_get_length(s->replay) + n > STREAM_REPLAY_MAX) {
+		evbuffer_free(s->replay);
+		s->replay = NULL;
+		s->replay_lost = 1;
+		return;
+	}
+	evbuffer_add(s->replay, p, n);
+}
+
 void
 stream_body(struct stream *s, const char *p, size_t n)
 {
 	if (s->state == S_ATTACHED) {
+		stream_keep(s, p, n);
 		upstream_send_data(s->up, s->id, p, n);
 		return;
 	}
@@ -289,12 +320,49 @@ stream_flush_pending(struct stream *s)
 
 	while (s->pending != NULL && evbuffer_get_length(s->pending) > 0) {
 		n = evbuffer_remove(s->pending, buf, sizeof(buf));
+		stream_keep(s, buf, n);
 		upstream_send_data(s->up, s->id, buf, n);
 	}
 	if (s->body_end && !s->end_sent) {
 		s->end_sent = 1;
 		upstream_send_end(s->up, s->id);
 	}
+}
+
+void
+stream_set_sent_at(struct stream *s, uint64_t off)
+{
+	s->sent_at = off;
+}
+
+uint64_t
+stream_sent_at(const struct stream *s)
+{
+	return s->sent_at;
+}
+
+int
+stream_retry(struct stream *s)
+{
+	if (s->tries >= STREAM_MAX_RETRIES || s->responded || s->replay_lost)
+		return -1;
+	s->tries++;
+	s->state = S_NEW;
+	s->up = NULL;
+	s->id = 0;
+	s->end_sent = 0;
+	/* What was sent is sent again, before anything still pending. */
+	if (s->replay != NULL) {
+		if (s->pending != NULL)
+			evbuffer_add_buffer(s->replay, s->pending);
+		else
+			s->pending = evbuffer_new();
+		if (s->pending != NULL) {
+			evbuffer_add_buffer(s->pending, s->replay);
+		}
+	}
+	handle_submit(s->h, s);
+	return 0;
 }
 
 void

@@ -76,6 +76,13 @@ void		 stream_on_data(struct stream *, struct evbuffer *);
 /* Terminal events from the upstream: the stream is detached already. */
 void		 stream_on_end(struct stream *);
 void		 stream_on_fail(struct stream *, int status, const char *why);
+/* Where the REQUEST starts in the connection's output (bytes ever
+ * queued on it): at or past what was written means the replica saw none. */
+void		 stream_set_sent_at(struct stream *, uint64_t);
+uint64_t	 stream_sent_at(const struct stream *);
+/* Detached from a failed connection before the replica saw it: submit
+ * again (bounded tries; the body must be replayable).  0, or -1 if not. */
+int		 stream_retry(struct stream *);
 /* Intrusive queue link for the handle's wait queue. */
 struct stream	*stream_queue_next(struct stream *);
 void		 stream_queue_set_next(struct stream *, struct stream *);

@@ -56,6 +56,7 @@ struct upstream {
 	struct handle	**watchers;
 	unsigned	 nwatch, capwatch;
 	struct evbuffer	*scratch;	/* DATA payloads on their way out */
+	uint64_t	 out_added;	/* bytes ever queued on this connection */
 	struct upstream	*next;		/* the worker's pool */
 };
 
@@ -64,6 +65,16 @@ static void	upstream_fail(struct upstream *, const char *);
 static void	upstream_read_cb(struct bufferevent *, void *);
 static void	upstream_event_cb(struct bufferevent *, short, void *);
 static void	upstream_timer_cb(evutil_socket_t, short, void *);
+
+/* Counts what is queued, so a failure can tell what reached the socket. */
+static void
+upstream_out_cb(struct evbuffer *buf, const struct evbuffer_cb_info *info,
+    void *arg)
+{
+	struct upstream *up = arg;
+
+	up->out_added += info->n_added;
+}
 
 static const char *state_names[] = {
 	"idle", "connecting", "warming", "ready", "down",
@@ -243,6 +254,8 @@ upstream_connect(struct upstream *up)
 		return;
 	}
 	bufferevent_setcb(up->bev, upstream_read_cb, NULL, upstream_event_cb, up);
+	up->out_added = 0;
+	evbuffer_add_cb(bufferevent_get_output(up->bev), upstream_out_cb, up);
 	bufferevent_enable(up->bev, EV_READ | EV_WRITE);
 	upstream_set_state(up, UPSTREAM_CONNECTING);
 	upstream_arm(up, conf->timeouts.connect);
@@ -287,9 +300,14 @@ upstream_warm(struct upstream *up)
 	upstream_set_state(up, UPSTREAM_WARMING);
 }
 
-/* Every stream on the connection fails: their requests were sent. */
+/*
+ * The connection is gone.  A stream whose REQUEST had not left our output
+ * buffer was never seen by the replica: it goes back to its handle for
+ * another replica (if its body can be replayed).  The others fail with 502:
+ * the replica may have acted on them.
+ */
 static void
-upstream_fail_streams(struct upstream *up, const char *why)
+upstream_fail_streams(struct upstream *up, uint64_t written, const char *why)
 {
 	struct stream *s;
 	unsigned i;
@@ -299,6 +317,8 @@ upstream_fail_streams(struct upstream *up, const char *why)
 			continue;
 		up->slots[i] = NULL;
 		up->in_flight--;
+		if (stream_sent_at(s) >= written && stream_retry(s) == 0)
+			continue;
 		stream_on_fail(s, 502, why);
 	}
 	atomic_store_explicit(&up->st->in_flight, 0, memory_order_relaxed);
@@ -307,7 +327,8 @@ upstream_fail_streams(struct upstream *up, const char *why)
 static void
 upstream_fail(struct upstream *up, const char *why)
 {
-	unsigned jitter;
+	uint64_t written = 0;
+	unsigned i, jitter;
 
 	if (up->state == UPSTREAM_READY || up->in_flight > 0)
 		log_warnx("replica %s (%s): %s", up->ep->id, up->ep->addr.text,
@@ -315,8 +336,15 @@ upstream_fail(struct upstream *up, const char *why)
 	else
 		log_debug("replica %s (%s): %s", up->ep->id, up->ep->addr.text,
 		    why);
+	if (up->bev != NULL)
+		written = up->out_added -
+		    evbuffer_get_length(bufferevent_get_output(up->bev));
 	upstream_close(up);
-	upstream_fail_streams(up, why);
+	/* DOWN before the streams are retried, so none comes back here. */
+	up->state = UPSTREAM_DOWN;
+	atomic_store_explicit(&up->st->state, UPSTREAM_DOWN,
+	    memory_order_relaxed);
+	upstream_fail_streams(up, written, why);
 	/* Exponential backoff with jitter, so replicas that come back are
 	 * not hit by every worker at the same instant. */
 	up->backoff_ms = up->backoff_ms ? up->backoff_ms * 2 : BACKOFF_MIN_MS;
@@ -324,7 +352,8 @@ upstream_fail(struct upstream *up, const char *why)
 		up->backoff_ms = BACKOFF_MAX_MS;
 	jitter = up->backoff_ms / 4 ? (unsigned)random() % (up->backoff_ms / 4) : 0;
 	upstream_arm(up, (up->backoff_ms + jitter) / 1000.0);
-	upstream_set_state(up, UPSTREAM_DOWN);
+	for (i = 0; i < up->nwatch; i++)
+		handle_upstream_event(up->watchers[i], up);
 }
 
 static void
@@ -433,6 +462,7 @@ upstream_attach(struct upstream *up, struct stream *s)
 	while (up->slots[up->next_id & (up->nslots - 1)] != NULL)
 		up->next_id++;
 	id = up->next_id++;
+	stream_set_sent_at(s, up->out_added);
 	if (stream_encode(s, id, bufferevent_get_output(up->bev)) == -1)
 		return -1;
 	up->slots[id & (up->nslots - 1)] = s;
@@ -620,6 +650,9 @@ upstream_on_stream_error(struct upstream *up, const struct wire_frame *f,
 	snprintf(why, sizeof(why), "replica failed the request: %.*s",
 	    (int)(e.text.len > 120 ? 120 : e.text.len), e.text.p);
 	upstream_detach(up, f->stream);
+	/* REFUSED: the replica did no work; another may take it. */
+	if (e.code == WIRE_CODE_REFUSED && stream_retry(s) == 0)
+		return;
 	stream_on_fail(s, 502, why);
 }
 

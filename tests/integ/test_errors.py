@@ -60,6 +60,21 @@ class Errors(unittest.TestCase):
 				self.assertEqual(r.status, 400, r)
 				self.assertTrue(c.wait_closed(2.0))
 
+	def test_header_timeout(self):
+		# A head that never completes: 408 (or a bare close) after
+		# timeouts.header, not never.
+		with Daemon({"timeouts": {"header": 1}}) as d:
+			with d.conn(timeout=5) as c:
+				c.send(b"GET /echo/slow HTTP/1.1\r\nHost: x\r\n")
+				t0 = time.monotonic()
+				self.assertTrue(c.wait_closed(4.0),
+				    "still open 4 s into an unfinished head")
+				dt = time.monotonic() - t0
+				self.assertGreaterEqual(dt, 0.8)
+				if c.buf:
+					self.assertTrue(bytes(c.buf).startswith(
+					    b"HTTP/1.1 408 "), bytes(c.buf))
+
 	def test_413_content_length_over_max_body(self):
 		with Daemon({"limits": {"max_body": 1024}}) as d:
 			with d.conn(timeout=5) as c:

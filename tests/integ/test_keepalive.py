@@ -1,6 +1,6 @@
 """Persistent connections: keep-alive, HTTP/1.0 and Connection: close."""
 
-import re
+import time
 import unittest
 
 from harness import Daemon
@@ -88,6 +88,18 @@ class KeepAlive(unittest.TestCase):
 				    {"Connection": "close"})
 				self.assertEqual(r.body, b"Hello world!")
 				self.assertTrue(c.wait_closed(2.0))
+
+	def test_idle_connection_closed_after_keepalive_timeout(self):
+		with Daemon({"timeouts": {"keepalive": 1}}) as d:
+			with d.conn() as c:
+				r = c.request("GET", "/hello")
+				self.assertEqual(r.status, 200, r)
+				t0 = time.monotonic()
+				self.assertTrue(c.wait_closed(4.0),
+				    "idle connection still open after 4 s")
+				dt = time.monotonic() - t0
+				self.assertGreaterEqual(dt, 0.8)
+				self.assertEqual(bytes(c.buf), b"")
 
 
 if __name__ == "__main__":

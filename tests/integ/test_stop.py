@@ -1,10 +1,11 @@
 """SIGTERM/SIGINT: exit 0, replicas gone, sockets removed."""
 
 import signal
+import threading
 import time
 import unittest
 
-from harness import Daemon, pid_alive, sockets_under
+from harness import Daemon, pid_alive, sockets_under, wait_until
 
 
 class Stop(unittest.TestCase):
@@ -44,6 +45,32 @@ class Stop(unittest.TestCase):
 				self.assertEqual(status, 0)
 				self.assertLess(d.stop_elapsed, 5.0)
 				self.assertTrue(c.wait_closed(1.0))
+
+	def test_sigterm_lets_in_flight_request_finish(self):
+		# drain is 2 s in the harness conf: a 600 ms request that is
+		# running at SIGTERM completes, then the daemon exits 0.
+		with Daemon() as d:
+			r = d.request("GET", "/sleep?ms=1")
+			self.assertEqual(r.status, 200, r)
+			out = {}
+
+			def slow():
+				try:
+					out["r"] = d.request("GET", "/sleep?ms=600",
+					    timeout=10)
+				except Exception as e:	# checked below
+					out["e"] = e
+			t = threading.Thread(target=slow, daemon=True)
+			t.start()
+			wait_until(lambda: sum(r["in_flight"] for r in
+			    d.deployments()["sleep"]["replicas"]) == 1, 2.0,
+			    what="request in flight")
+			d.stop()
+			t.join(5)
+			self.assertLess(d.stop_elapsed, 5.0)
+			self.assertNotIn("e", out)
+			self.assertEqual(out["r"].status, 200, out["r"])
+			self.assertEqual(out["r"].body, b"slept 600 ms\n")
 
 	def test_stop_before_any_request(self):
 		with Daemon() as d:

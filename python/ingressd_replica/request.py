@@ -1,0 +1,217 @@
+"""What a handler sees (Request, Headers) and may give back (Response,
+HTTPError).
+
+A Request is made when a REQUEST frame arrives and lives until the
+handler's task ends.  Its body arrives as DATA frames while the handler
+runs: `await req.body()` waits for all of it, `async for chunk in req`
+takes it piece by piece.  Strings from the wire are decoded as Latin-1,
+which keeps every byte (HTTP field values are bytes, not text).
+"""
+
+import collections
+import json
+from urllib.parse import parse_qsl
+
+
+class Headers(object):
+	"""Request header fields in arrival order, looked up in any case.
+	Repeated fields stay separate: get() gives the first, getall() every
+	one."""
+
+	__slots__ = ("_pairs",)
+
+	def __init__(self, pairs=()):
+		self._pairs = list(pairs)
+
+	def get(self, name, default=None):
+		name = name.lower()
+		for k, v in self._pairs:
+			if k.lower() == name:
+				return v
+		return default
+
+	def getall(self, name):
+		name = name.lower()
+		return [v for k, v in self._pairs if k.lower() == name]
+
+	def __getitem__(self, name):
+		v = self.get(name)
+		if v is None:
+			raise KeyError(name)
+		return v
+
+	def __contains__(self, name):
+		return self.get(name) is not None
+
+	def __iter__(self):
+		return (k for k, _ in self._pairs)
+
+	def __len__(self):
+		return len(self._pairs)
+
+	def items(self):
+		"""(name, value) pairs as received, names in their own case."""
+		return list(self._pairs)
+
+	def __repr__(self):
+		return "Headers(%r)" % (self._pairs,)
+
+
+class Response(object):
+	"""An explicit response: body is anything a handler may return (bytes,
+	str, dict/list as JSON, None, an async or sync iterable to stream);
+	headers a dict or (name, value) pairs."""
+
+	__slots__ = ("status", "headers", "body")
+
+	def __init__(self, body=b"", status=200, headers=None):
+		self.status = status
+		self.headers = headers
+		self.body = body
+
+
+class HTTPError(Exception):
+	"""Raise in a handler to answer this status (with body, default the
+	reason text) instead of 500.  Once the response has started, it
+	fails the stream like any other exception."""
+
+	def __init__(self, status, body=None, headers=None):
+		Exception.__init__(self, status, body)
+		self.status = status
+		self.body = body if body is not None else "HTTP %d\n" % status
+		self.headers = headers
+
+
+# Unread request body bytes per connection: pause reading above HIGH,
+# resume below LOW (the C library does the same for its output).
+BODY_HIGH = 8 << 20
+BODY_LOW = 1 << 20
+
+
+class Request(object):
+	"""One request.  Attributes: method, target (path?query), path, query
+	("" if none), headers (Headers), deployment, request_id, deadline_ms
+	(0: none), stream (the wire stream id), replica_id, conn_pings (PINGs
+	seen on the connection before this request).  cancelled is true once
+	ingressd abandoned the stream (a sync handler may poll it)."""
+
+	__slots__ = ("method", "target", "path", "query", "headers",
+	    "deployment", "request_id", "deadline_ms", "stream", "replica_id",
+	    "conn_pings", "cancelled", "_conn", "_chunks", "_in_done",
+	    "_waiter", "_data", "_args", "_task", "_out_head", "_out_done",
+	    "_body_len")
+
+	def __init__(self, conn, stream, head, replica_id, conn_pings):
+		target = head.target.decode("latin-1")
+		path, _, query = target.partition("?")
+		self.method = head.method.decode("latin-1")
+		self.target = target
+		self.path = path
+		self.query = query
+		self.headers = Headers([(k.decode("latin-1"),
+		    v.decode("latin-1")) for k, v in head.fields])
+		self.deployment = head.deployment.decode("latin-1")
+		self.request_id = head.request_id.decode("latin-1")
+		self.deadline_ms = head.deadline_ms
+		self.stream = stream
+		self.replica_id = replica_id
+		self.conn_pings = conn_pings
+		self.cancelled = False
+		self._conn = conn
+		self._chunks = collections.deque()
+		self._in_done = False
+		self._waiter = None
+		self._data = None
+		self._args = None
+		self._task = None
+		self._out_head = False
+		self._out_done = False
+		self._body_len = 0
+
+	def __repr__(self):
+		return "<Request %d %s %s>" % (self.stream, self.method,
+		    self.target)
+
+	@property
+	def args(self):
+		"""The query as a dict, percent-decoded; the first value wins
+		for a repeated key."""
+		if self._args is None:
+			d = {}
+			for k, v in parse_qsl(self.query, keep_blank_values=True):
+				d.setdefault(k, v)
+			self._args = d
+		return self._args
+
+	@property
+	def body_length(self):
+		"""Body bytes received so far."""
+		return self._body_len
+
+	@property
+	def data(self):
+		"""The whole body, once read: always for a sync handler (the
+		body is read before it is called), after `await body()` for an
+		async one."""
+		if self._data is None:
+			raise RuntimeError("the body has not been read: "
+			    "use await req.body()")
+		return self._data
+
+	async def body(self):
+		"""The whole request body (waits for the end of it)."""
+		if self._data is None:
+			parts = []
+			async for chunk in self:
+				parts.append(chunk)
+			self._data = b"".join(parts)
+		return self._data
+
+	async def text(self, encoding="utf-8"):
+		return (await self.body()).decode(encoding)
+
+	async def json(self):
+		return json.loads(await self.body())
+
+	def __aiter__(self):
+		return self
+
+	async def __anext__(self):
+		while not self._chunks:
+			if self._in_done:
+				raise StopAsyncIteration
+			self._waiter = self._conn.loop.create_future()
+			try:
+				await self._waiter
+			finally:
+				self._waiter = None
+		chunk = self._chunks.popleft()
+		self._conn.body_consumed(len(chunk))
+		return chunk
+
+	# Fed by the connection.
+
+	def _wake(self):
+		w = self._waiter
+		if w is not None and not w.done():
+			w.set_result(None)
+
+	def _feed(self, data):
+		self._body_len += len(data)
+		if self._out_done or self.cancelled:
+			return		# the handler is gone: drop it
+		self._chunks.append(data)
+		self._conn.body_buffered(len(data))
+		self._wake()
+
+	def _end(self):
+		self._in_done = True
+		self._wake()
+
+	def _discard(self):
+		"""The handler is done: unread body bytes no longer count."""
+		n = sum(len(c) for c in self._chunks)
+		self._chunks.clear()
+		if n:
+			self._conn.body_consumed(n)
+
