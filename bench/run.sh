@@ -3,7 +3,7 @@
 #
 # Three targets, all answering GET /hello with the 12 bytes "Hello world!":
 #   ingressd      build/ingressd -> 1 build/replica-hello (workers 1)
-#   nginx-proxy   nginx proxy_pass (keepalive 64) -> nginx return 200
+#   nginx-proxy   nginx proxy_pass (upstream keepalive) -> nginx return 200
 #   nginx-direct  that origin nginx alone: the one-hop ceiling
 # Each tool (wrk, ab, ab -k) runs the targets interleaved, A B C, for ROUNDS
 # rounds, so drift on the machine lands on every target alike.  CPU
@@ -31,13 +31,11 @@ CONNS=${CONNS:-100}
 AB_N=${AB_N:-10000}
 NGINX_KEEPALIVE=${NGINX_KEEPALIVE:-64}
 TOOLS=${TOOLS:-wrk ab abk}
-export BUILD ROUNDS DURATION CONNS AB_N TOOLS
 
 OUT=$BUILD/bench
 RAW=$OUT/raw
 NGINX=/usr/sbin/nginx
 PY="${PYTHON:-python3} bench/bench.py"
-TARGETS="ingressd nginx-proxy nginx-direct"
 
 PIDS=""			# every process we started, stopped on exit
 REPLICA_PIDS=""		# ingressd's children, in case it leaves them behind

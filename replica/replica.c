@@ -69,12 +69,17 @@ struct replica_req {
 	int		 busy;		/* inside a handler callback */
 	unsigned	 in_done:1;	/* request body complete */
 	unsigned	 out_head:1;	/* RESPONSE sent */
-	unsigned	 out_done:1;	/* END or ERROR sent */
+	unsigned	 out_done:1;	/* the handler ended the response */
+	unsigned	 end_pending:1;	/* END waits behind pending */
 	unsigned	 cancelled:1;
 	unsigned	 failed:1;	/* replica_fail(): no more callbacks */
 	void		*user;
 	struct evbuffer	*body;
 	size_t		 body_len;
+	uint64_t	 send_credit;	/* response DATA bytes we may send */
+	uint64_t	 recv_credit;	/* request DATA bytes ingressd may send */
+	size_t		 unacked;	/* consumed, not yet credited back */
+	struct evbuffer	*pending;	/* response body waiting for credit */
 	const char	*method;
 	const char	*target;
 	const char	*path;
@@ -139,6 +144,8 @@ struct replica {
 static void	conn_close(struct conn *);
 static void	conn_want_flush(struct conn *);
 static void	req_maybe_free(struct replica_req *);
+static void	req_grant(struct replica_req *);
+static int	req_on_window(struct replica_req *, uint32_t);
 static void	replica_drained(struct replica *);
 
 static void
@@ -340,6 +347,8 @@ req_new(struct conn *c, uint32_t stream, const struct wire_request *w)
 	memset(q, 0, sizeof *q);
 	q->c = c;
 	q->stream = stream;
+	q->send_credit = WIRE_INITIAL_WINDOW;
+	q->recv_credit = WIRE_INITIAL_WINDOW;
 	q->deadline_ms = w->deadline_ms;
 	q->conn_pings = c->pings;
 	q->nhdr = w->nfields;
@@ -369,18 +378,32 @@ req_free(struct replica_req *q)
 	tab_remove(c, q);
 	if (q->body != NULL)
 		evbuffer_free(q->body);
+	if (q->pending != NULL)
+		evbuffer_free(q->pending);
 	free(q);
 	r->active--;
 	if (r->stopping && r->active == 0)
 		replica_drained(r);
 }
 
+static size_t
+req_pending(const struct replica_req *q)
+{
+	return q->pending != NULL ? evbuffer_get_length(q->pending) : 0;
+}
+
+/*
+ * The stream is over for us once the response is out (ingressd sends
+ * nothing more on it then, and what still arrives is ignored), or when it
+ * was cancelled or failed.
+ */
 static void
 req_maybe_free(struct replica_req *q)
 {
 	if (q->busy != 0)
 		return;
-	if (q->cancelled || q->failed || (q->in_done && q->out_done))
+	if (q->cancelled || q->failed || (q->out_done && !q->end_pending &&
+	    req_pending(q) == 0))
 		req_free(q);
 }
 
@@ -407,7 +430,8 @@ req_in_end(struct replica_req *q)
 	struct replica	*r = q->c->r;
 
 	q->in_done = 1;
-	if (!q->failed && !q->cancelled && r->h.on_end != NULL) {
+	if (!q->failed && !q->cancelled && !q->out_done &&
+	    r->h.on_end != NULL) {
 		q->busy++;
 		r->h.on_end(q, r->arg);
 		q->busy--;
@@ -421,7 +445,8 @@ req_body(struct replica_req *q, const uint8_t *p, size_t n)
 	struct replica	*r = q->c->r;
 
 	q->body_len += n;
-	if (q->failed || q->cancelled || n == 0)
+	q->unacked += n;
+	if (q->failed || q->cancelled || q->out_done || n == 0)
 		return 0;
 	if (r->h.on_body != NULL) {
 		q->busy++;
@@ -533,7 +558,12 @@ frame_body(struct conn *c, const struct wire_frame *f, const char **why)
 		*why = "DATA after END";
 		return -1;
 	}
+	if (f->type == WIRE_DATA && f->length > q->recv_credit) {
+		*why = "DATA beyond the stream's credit";
+		return -1;
+	}
 	if (f->type == WIRE_DATA && f->length != 0) {
+		q->recv_credit -= f->length;
 		q->busy++;
 		if (req_body(q, f->payload, f->length) != 0) {
 			q->busy--;
@@ -544,8 +574,10 @@ frame_body(struct conn *c, const struct wire_frame *f, const char **why)
 	}
 	if (f->type == WIRE_END || (f->flags & WIRE_FLAG_END))
 		req_in_end(q);
-	else
+	else {
+		req_grant(q);
 		req_maybe_free(q);
+	}
 	return 0;
 }
 
@@ -574,6 +606,7 @@ frame_cancel(struct conn *c, const struct wire_frame *f, const char **why)
 static int
 frame_other(struct conn *c, const struct wire_frame *f, const char **why)
 {
+	struct replica_req *q;
 	struct wire_goaway g;
 	uint8_t		   opaque[8];
 	uint32_t	   u;
@@ -588,8 +621,13 @@ frame_other(struct conn *c, const struct wire_frame *f, const char **why)
 		rc = wire_decode_goaway(f, &g);
 		break;
 	case WIRE_WINDOW:
-		/* Flow control is reserved for a later version. */
-		rc = wire_decode_window(f, &u);
+		/* Stream credit; WINDOW on stream 0 is reserved in v1. */
+		if ((rc = wire_decode_window(f, &u)) == WIRE_OK &&
+		    f->stream != 0 && (q = tab_find(c, f->stream)) != NULL &&
+		    req_on_window(q, u) != 0) {
+			*why = "out of memory";
+			return -1;
+		}
 		break;
 	default:
 		*why = "unexpected frame type";
@@ -681,13 +719,18 @@ conn_close(struct conn *c)
 static void
 conn_close_after_flush(struct conn *c)
 {
+	struct timeval	tv = { CLOSE_TIMEOUT, 0 };
+
 	c->state = CONN_CLOSING;
 	if (c->reading) {
 		event_del(c->rev);
 		c->reading = 0;
 	}
 	conn_cancel_all(c);
-	conn_want_flush(c);
+	if (c->writing)
+		event_add(c->wev, &tv);	/* a peer that never reads */
+	else
+		conn_want_flush(c);
 }
 
 static void
@@ -1424,6 +1467,12 @@ replica_req_conn_pings(struct replica_req *q)
 	return q->conn_pings;
 }
 
+size_t
+replica_req_pending(struct replica_req *q)
+{
+	return req_pending(q);
+}
+
 void
 replica_req_set_user(struct replica_req *q, void *user)
 {
@@ -1485,9 +1534,12 @@ replica_respond(struct replica_req *q, int status, const char *const *hdrs,
 	return 0;
 }
 
-/* DATA frames of at most WIRE_MAX_DATA; FLAG_END on the last if end. */
+/*
+ * DATA frames of at most WIRE_MAX_DATA from p, or from the pending buffer
+ * when p is NULL; FLAG_END on the last if end, or a bare END when n is 0.
+ */
 static int
-req_send_data(struct replica_req *q, const uint8_t *p, size_t n, int end)
+req_send_frames(struct replica_req *q, const uint8_t *p, size_t n, int end)
 {
 	struct evbuffer_iovec v;
 	struct conn	     *c = q->c;
@@ -1495,8 +1547,12 @@ req_send_data(struct replica_req *q, const uint8_t *p, size_t n, int end)
 	size_t		      chunk;
 	uint8_t		      flags;
 
-	if (!req_can_send(q) || !q->out_head || (n != 0 && p == NULL))
-		return -1;
+	if (n == 0 && end) {
+		if ((w = out_reserve(c, WIRE_HEADER_SIZE, &v)) == NULL)
+			return -1;
+		wire_encode_header(w, 0, WIRE_END, 0, q->stream);
+		return out_commit(c, &v, WIRE_HEADER_SIZE);
+	}
 	while (n != 0) {
 		chunk = n < WIRE_MAX_DATA ? n : WIRE_MAX_DATA;
 		flags = end && chunk == n ? WIRE_FLAG_END : 0;
@@ -1504,24 +1560,90 @@ req_send_data(struct replica_req *q, const uint8_t *p, size_t n, int end)
 			return -1;
 		wire_encode_header(w, (uint32_t)chunk, WIRE_DATA, flags,
 		    q->stream);
-		memcpy(w + WIRE_HEADER_SIZE, p, chunk);
+		if (p != NULL) {
+			memcpy(w + WIRE_HEADER_SIZE, p, chunk);
+			p += chunk;
+		} else if (evbuffer_remove(q->pending, w + WIRE_HEADER_SIZE,
+		    chunk) != (int)chunk)
+			return -1;
 		if (out_commit(c, &v, WIRE_HEADER_SIZE + chunk) != 0)
 			return -1;
-		p += chunk;
+		q->send_credit -= chunk;
 		n -= chunk;
-		if (flags != 0)
-			goto done;
 	}
-	if (!end)
+	return 0;
+}
+
+/*
+ * Credit consumed request body back to ingressd, half a window at a time
+ * (a small body never costs a WINDOW).  Credit is held back while our own
+ * response waits for credit: a handler that answers body with body (echo)
+ * then slows the sender down instead of buffering without bound.
+ */
+static void
+req_grant(struct replica_req *q)
+{
+	uint8_t	frame[WIRE_HEADER_SIZE + 4];
+
+	if (q->in_done || q->unacked < WIRE_INITIAL_WINDOW / 2 ||
+	    req_pending(q) >= WIRE_INITIAL_WINDOW || q->unacked > UINT32_MAX)
+		return;
+	wire_encode_window(frame, q->stream, (uint32_t)q->unacked);
+	if (send_small(q->c, frame, sizeof frame) != 0)
+		return;
+	q->recv_credit += q->unacked;
+	q->unacked = 0;
+}
+
+/* WINDOW: send what waited for credit, then maybe the END behind it. */
+static int
+req_on_window(struct replica_req *q, uint32_t increment)
+{
+	size_t	n;
+	int	rc = 0;
+
+	if (q->cancelled || q->failed)
 		return 0;
-	if ((w = out_reserve(c, WIRE_HEADER_SIZE, &v)) == NULL)
-		return -1;
-	wire_encode_header(w, 0, WIRE_END, 0, q->stream);
-	if (out_commit(c, &v, WIRE_HEADER_SIZE) != 0)
-		return -1;
-done:
-	q->out_done = 1;
+	q->send_credit += increment;
+	n = req_pending(q);
+	if (n > q->send_credit)
+		n = (size_t)q->send_credit;
+	if (n != 0 || (q->end_pending && req_pending(q) == 0)) {
+		rc = req_send_frames(q, NULL, n, q->end_pending &&
+		    n == req_pending(q));
+		if (rc == 0 && req_pending(q) == 0)
+			q->end_pending = 0;
+	}
+	req_grant(q);
 	req_maybe_free(q);
+	return rc;
+}
+
+/* Body out: as far as the credit goes now, the rest queued in order. */
+static int
+req_send_data(struct replica_req *q, const uint8_t *p, size_t n, int end)
+{
+	size_t	now = 0;
+
+	if (!req_can_send(q) || !q->out_head || (n != 0 && p == NULL))
+		return -1;
+	if (req_pending(q) == 0) {
+		now = n < q->send_credit ? n : (size_t)q->send_credit;
+		if ((now != 0 || (end && n == 0)) &&
+		    req_send_frames(q, p, now, end && now == n) != 0)
+			return -1;
+	}
+	if (now < n) {
+		if (q->pending == NULL && (q->pending = evbuffer_new()) == NULL)
+			return -1;
+		if (evbuffer_add(q->pending, p + now, n - now) != 0)
+			return -1;
+	}
+	if (end) {
+		q->end_pending = req_pending(q) != 0;
+		q->out_done = 1;
+		req_maybe_free(q);
+	}
 	return 0;
 }
 
@@ -1553,6 +1675,7 @@ replica_fail(struct replica_req *q, const char *text)
 		return -1;
 	q->out_done = 1;
 	q->failed = 1;
+	q->end_pending = 0;
 	req_maybe_free(q);
 	return 0;
 }

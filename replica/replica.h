@@ -21,19 +21,26 @@
  * Everything runs on the caller's event_base, in its thread.  Handlers may
  * start timers or other events on replica_base() and answer later.
  *
- * Request lifetime.  A req is created just before on_request and lives
- * until BOTH
- *   (a) the response is over: the handler called replica_end(),
- *       replica_write_end(), replica_respond(..., end=1) or replica_fail(),
- *   (b) the request is over: on_end was delivered (or replica_fail() was
- *       called, after which no callback comes for this req),
- * or until on_cancel returns (the proxy cancelled the stream, or the
- * connection closed).  It is freed at that moment, possibly inside the call
- * that completed (a) -- do not touch a req after ending its response unless
- * on_end has not been delivered yet.  Callbacks come in the order
- * on_request, on_body*, on_end; on_cancel may come at any point after
- * on_request (also after the response ended, if the request body has not),
- * and is always the last one.  Calls on a cancelled req return -1.
+ * Request lifetime.  A req is created just before on_request and freed
+ * when the response is over -- the handler called replica_end(),
+ * replica_write_end(), replica_respond(..., end=1) or replica_fail(), and
+ * whatever body waited for flow-control credit has gone out -- or when
+ * on_cancel returns (the proxy cancelled the stream, or the connection
+ * closed).  When the response ends inside a callback the req is freed as
+ * that callback returns; otherwise inside the ending call: do not touch a
+ * req after ending its response.  Callbacks come in the order on_request,
+ * on_body*, on_end, none after the response ended (the stream is over for
+ * ingressd then: request body still in flight is dropped); on_cancel may
+ * come at any point after on_request and is the last one.  Calls on a
+ * cancelled req return -1.
+ *
+ * Flow control (wire.h): request body is credited back to ingressd as the
+ * handler consumes it (on return from on_body, or once buffered), but held
+ * back while more than a window of response body waits for credit, so an
+ * echoing handler is paced by its reader.  Response body beyond the credit
+ * ingressd granted is queued inside the req and sent as WINDOW frames
+ * arrive; a handler that produces body on its own (timers) should watch
+ * replica_req_pending() so the queue stays small.
  */
 #ifndef INGRESSD_REPLICA_H
 #define INGRESSD_REPLICA_H
@@ -96,6 +103,8 @@ size_t		 replica_req_body_length(struct replica_req *);
 struct evbuffer	*replica_req_body(struct replica_req *);
 /* PINGs seen on the request's connection before the request arrived. */
 unsigned	 replica_req_conn_pings(struct replica_req *);
+/* Response body bytes queued waiting for credit from ingressd. */
+size_t		 replica_req_pending(struct replica_req *);
 void		 replica_req_set_user(struct replica_req *, void *);
 void		*replica_req_user(struct replica_req *);
 
@@ -104,8 +113,8 @@ void		*replica_req_user(struct replica_req *);
  * replica_end() (or replica_write_end() for the last piece, which carries
  * FLAG_END on its DATA frame).  hdrs is name, value, ..., NULL (or NULL for
  * none); at most 256 headers.  status is 100..999.  DATA is split at
- * WIRE_MAX_DATA.  Frames are queued and written when the event loop next
- * turns, many at once.  All return 0, or -1 when the call is out of order,
+ * WIRE_MAX_DATA and never beyond the stream's credit (see above).  Frames
+ * are queued and written when the event loop next turns, many at once.  All return 0, or -1 when the call is out of order,
  * the req was cancelled, or an argument is over a wire limit.
  */
 int	replica_respond(struct replica_req *, int status,

@@ -9,6 +9,7 @@
 #include "admin.h"
 #include "conf.h"
 #include "http1.h"
+#include "metrics.h"
 #include "registry.h"
 #include "worker.h"
 
@@ -78,5 +79,12 @@ admin_handle(struct worker *w, const struct http1_request *r, int admin,
 	if (admin_path_is(r, "/-/deployments"))
 		return admin_json(registry_status_json(worker_registry(w)),
 		    body, len);
+	/* Metrics only where operators look: not on the public listeners. */
+	if (admin && admin_path_is(r, "/-/metrics")) {
+		if ((*body = metrics_render(worker_registry(w), len)) == NULL)
+			return 500;
+		*ctype = "text/plain; version=0.0.4; charset=utf-8";
+		return 200;
+	}
 	return 404;
 }

@@ -1,8 +1,9 @@
 /*
- * admin.h -- the /-/ endpoints: healthz, routes, deployments.
+ * admin.h -- the /-/ endpoints: healthz, routes, deployments, metrics.
  *
- * Served by the front door: all of them on the admin listener, the
- * read-only ones on the public listeners too.
+ * Served by the front door: all of them on the admin listener; healthz,
+ * routes and deployments on the public listeners too, metrics
+ * (Prometheus text) only on the admin listener.
  */
 #ifndef INGRESSD_ADMIN_H
 #define INGRESSD_ADMIN_H

@@ -90,6 +90,10 @@ static int	conf_workers(struct conf_ctx *, const struct conf_key *,
 		    json_t *, void *);
 static int	conf_log_level(struct conf_ctx *, const struct conf_key *,
 		    json_t *, void *);
+static int	conf_log_file(struct conf_ctx *, const struct conf_key *,
+		    json_t *, void *);
+static int	conf_access_format(struct conf_ctx *, const struct conf_key *,
+		    json_t *, void *);
 static int	conf_limits(struct conf_ctx *, const struct conf_key *,
 		    json_t *, void *);
 static int	conf_timeouts(struct conf_ctx *, const struct conf_key *,
@@ -118,6 +122,10 @@ static const struct conf_key conf_top_keys[] = {
 	{ "workers", conf_workers, T(workers), 1, CONF_MAX_WORKERS, 0 },
 	{ "runtime_dir", conf_string, T(runtime_dir), 0, 0, 0 },
 	{ "log_level", conf_log_level, 0, 0, 0, 0 },
+	{ "error_log", conf_log_file, T(error_log), 0, 0, 0 },
+	{ "access_log", conf_log_file, T(access_log), 0, 0, 0 },
+	{ "access_log_format", conf_access_format, T(access_log_format), 0, 0,
+	    0 },
 	{ "limits", conf_limits, T(limits), 0, 0, 0 },
 	{ "timeouts", conf_timeouts, T(timeouts), 0, 0, 0 },
 	/* Before routes: a route must name a known deployment. */
@@ -187,6 +195,8 @@ static const struct conf_key conf_spawn_keys[] = {
 #undef D
 
 static const char *conf_log_levels[] = { "warn", "info", "debug", NULL };
+/* In enum conf_access_format's order. */
+static const char *conf_access_formats[] = { "combined", "json", NULL };
 
 /*
  * Keys and values quoted in a message come from the file: control
@@ -558,6 +568,49 @@ conf_log_level(struct conf_ctx *ctx, const struct conf_key *k, json_t *v,
 	    "\"debug\""));
 }
 
+/*
+ * A log destination: "stderr", an absolute path, or (access_log only)
+ * "off" or null.  Absolute, because a daemon's working directory is "/"
+ * under systemd and a relative path would surprise.  The file is opened
+ * when the daemon starts or reloads, never here: -t must not create files.
+ */
+static int
+conf_log_file(struct conf_ctx *ctx, const struct conf_key *k, json_t *v,
+    void *base)
+{
+	char		**p = (char **)((char *)base + k->off);
+	const char	*s;
+	int		 access = k->off == offsetof(struct conf, access_log);
+
+	if (access && (json_is_null(v) || (json_is_string(v) &&
+	    strcmp(json_string_value(v), "off") == 0)))
+		return (0);
+	s = json_is_string(v) ? json_string_value(v) : "";
+	if (strcmp(s, "stderr") != 0 && (s[0] != '/' || s[1] == '\0'))
+		return (conf_error(ctx, access ? "must be \"off\", \"stderr\" "
+		    "or an absolute path" : "must be \"stderr\" or an absolute "
+		    "path"));
+	free(*p);
+	*p = conf_strdup(s);
+	return (0);
+}
+
+static int
+conf_access_format(struct conf_ctx *ctx, const struct conf_key *k, json_t *v,
+    void *base)
+{
+	size_t	i;
+
+	for (i = 0; json_is_string(v) && conf_access_formats[i] != NULL; i++) {
+		if (strcmp(json_string_value(v), conf_access_formats[i]) == 0) {
+			*(enum conf_access_format *)((char *)base + k->off) =
+			    (enum conf_access_format)i;
+			return (0);
+		}
+	}
+	return (conf_error(ctx, "must be \"combined\" or \"json\""));
+}
+
 static int
 conf_limits(struct conf_ctx *ctx, const struct conf_key *k, json_t *v,
     void *base)
@@ -891,6 +944,8 @@ conf_free(struct conf *conf)
 	free(conf->admin);
 	free(conf->runtime_dir);
 	free(conf->log_level);
+	free(conf->error_log);
+	free(conf->access_log);
 	free(conf->path);
 	free(conf);
 }

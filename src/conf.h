@@ -44,6 +44,12 @@ struct conf_route {
 	int		 strip_prefix;	/* forward the path without the prefix */
 };
 
+/* Access log line formats. */
+enum conf_access_format {
+	CONF_ACCESS_COMBINED,		/* Apache/nginx "combined" + extras */
+	CONF_ACCESS_JSON,		/* one JSON object per line */
+};
+
 enum conf_source {
 	CONF_SPAWN,			/* ingressd runs the replicas */
 	CONF_ENDPOINTS,			/* a static list of addresses */
@@ -77,6 +83,9 @@ struct conf {
 	unsigned	 nroutes;
 	struct conf_deployment *deployments;
 	unsigned	 ndeployments;
+	char		*error_log;	/* NULL: stderr; else an absolute path */
+	char		*access_log;	/* NULL: off; "stderr" or a path */
+	enum conf_access_format access_log_format;
 };
 
 /*

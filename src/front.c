@@ -40,6 +40,8 @@
 /* Input is read up to this much ahead of the parser. */
 #define FRONT_READ_HIGH		(256 * 1024)
 #define FRONT_MAX_RID		128
+/* Output at or below this: credit the replica for what has gone. */
+#define FRONT_WRITE_LOW		(64 * 1024)
 
 enum front_timer { T_NONE, T_HEADER, T_BODY, T_IDLE };
 
@@ -67,6 +69,8 @@ struct front {
 	int		 is_head;
 	enum resp_framing framing;
 	int64_t		 resp_left;	/* RESP_LENGTH: bytes still due */
+	uint64_t	 resp_given;	/* body bytes put in the output */
+	uint64_t	 resp_credited;	/* ... and credited back */
 	char		 request_id[FRONT_MAX_RID + 1];
 	char		*target;	/* rewritten target (strip_prefix) */
 	size_t		 target_cap;
@@ -251,7 +255,26 @@ front_resp_data(void *arg, struct evbuffer *buf)
 		return;
 	}
 	front_resp_data_write(f, buf, n);
+	f->resp_given += n;
 	front_count_out(f, before);
+}
+
+/*
+ * Response bytes that have left our output buffer are credited back to
+ * the replica, so a slow client holds at most a window plus the output
+ * buffer's low-water mark per request, never the whole response.
+ */
+static void
+front_credit(struct front *f)
+{
+	uint64_t out = evbuffer_get_length(front_out(f));
+	uint64_t gone;
+
+	if (f->stream == NULL || f->resp_given <= f->resp_credited + out)
+		return;
+	gone = f->resp_given - f->resp_credited - out;
+	f->resp_credited += gone;
+	stream_consumed(f->stream, (size_t)gone);
 }
 
 static void
@@ -326,12 +349,14 @@ front_resp_fail(void *arg, int status, const char *why)
 }
 
 static void
-front_stream_attached(void *arg)
+front_stream_writable(void *arg)
 {
 	struct front *f = arg;
 
-	f->t_attach = front_now(f);
-	f->log.replica = stream_replica(f->stream);
+	if (f->t_attach == 0) {
+		f->t_attach = front_now(f);
+		f->log.replica = stream_replica(f->stream);
+	}
 	/* Body bytes may be waiting in the input for the stream. */
 	bufferevent_enable(f->bev, EV_READ);
 	front_schedule(f);
@@ -339,7 +364,7 @@ front_stream_attached(void *arg)
 
 static const struct stream_ops front_stream_ops = {
 	front_resp_head, front_resp_data, front_resp_end, front_resp_fail,
-	front_stream_attached,
+	front_stream_writable,
 };
 
 /* Parser callbacks: the client's request ------------------------------- */
@@ -581,6 +606,7 @@ front_next(struct front *f)
 	f->local_why = NULL;
 	f->framing = RESP_LENGTH;
 	f->resp_left = 0;
+	f->resp_given = f->resp_credited = 0;
 	f->request_id[0] = '\0';
 	if (!f->keep_alive) {
 		front_close(f);
@@ -632,8 +658,9 @@ front_process(struct front *f)
 			front_next(f);
 			continue;
 		}
-		if (f->stream != NULL && !stream_is_attached(f->stream)) {
-			/* No replica yet: leave the body in the socket. */
+		if (f->stream != NULL && !stream_can_take_body(f->stream)) {
+			/* No replica or no credit yet: leave the body in the
+			 * socket, where TCP pushes back on the client. */
 			bufferevent_disable(f->bev, EV_READ);
 			return;
 		}
@@ -665,6 +692,8 @@ front_write_cb(struct bufferevent *bev, void *arg)
 
 	if (f->closing)
 		front_schedule(f);
+	else
+		front_credit(f);
 }
 
 static void
@@ -765,6 +794,7 @@ front_accept(struct worker *w, int fd, const struct sockaddr *sa, int socklen,
 	bufferevent_setcb(f->bev, front_read_cb, front_write_cb, front_event_cb,
 	    f);
 	bufferevent_setwatermark(f->bev, EV_READ, 0, FRONT_READ_HIGH);
+	bufferevent_setwatermark(f->bev, EV_WRITE, FRONT_WRITE_LOW, 0);
 	bufferevent_enable(f->bev, EV_READ | EV_WRITE);
 	front_arm(f, T_HEADER);
 }

@@ -289,3 +289,126 @@ handle_upstream_event(struct handle *h, struct upstream *up)
 	if (h->qhead != NULL)
 		handle_dispatch(h);
 }
+
+/* Reload (see docs/operations.md) ------------------------------------- */
+
+static struct handle *
+handle_find(struct handle_table *t, const char *name)
+{
+	struct handle *h;
+
+	for (h = t->buckets[handle_hash(name) & (t->nbuckets - 1)]; h != NULL;
+	    h = h->hnext) {
+		if (strcmp(h->name, name) == 0)
+			return h;
+	}
+	return NULL;
+}
+
+/*
+ * The deployment changed in the registry: resolve again in place, so the
+ * handle keeps its queue and the streams that point at it.  Connections
+ * to addresses it still uses stay warm (upstreams are per worker and
+ * address).  Every old watch is dropped and every new one taken, so the
+ * watch counts stay exact even with an address listed twice.
+ */
+int
+handle_refresh(struct worker *w, const char *name)
+{
+	struct reg_lookup lk;
+	struct upstream **ups;
+	struct handle *h;
+	unsigned i, n = 0;
+
+	if ((h = handle_find(worker_handles(w), name)) == NULL)
+		return 0;
+	if (registry_lookup(worker_registry(w), name, &lk) == -1)
+		return -1;
+	if ((ups = calloc(lk.neps ? lk.neps : 1, sizeof(*ups))) == NULL) {
+		free(lk.eps);
+		return -1;
+	}
+	for (i = 0; i < lk.neps; i++) {
+		if ((ups[n] = upstream_get(w, lk.eps[i])) != NULL)
+			n++;
+	}
+	free(lk.eps);
+	for (i = 0; i < h->nups; i++)
+		upstream_unwatch(h->ups[i], h);
+	for (i = 0; i < n; i++)
+		upstream_watch(ups[i], h);
+	free(h->ups);
+	h->ups = ups;
+	h->nups = n;
+	h->dep = lk.dep;
+	h->queue_max = lk.queue_max;
+	h->queue_timeout = lk.queue_timeout > 0 ? lk.queue_timeout :
+	    worker_conf(w)->timeouts.queue;
+	h->request_timeout = lk.request_timeout > 0 ? lk.request_timeout :
+	    worker_conf(w)->timeouts.request;
+	log_debug("worker %u: resolved %s again: %u replicas", worker_id(w),
+	    name, n);
+	handle_update_state(h);
+	if (h->qhead != NULL)
+		handle_dispatch(h);
+	return 1;
+}
+
+/* Take the handle out of the table (its deployment was removed): new
+ * requests cannot find it; queued and running ones still use it. */
+struct handle *
+handle_detach(struct worker *w, const char *name)
+{
+	struct handle_table *t = worker_handles(w);
+	struct handle **pp, *h;
+
+	pp = &t->buckets[handle_hash(name) & (t->nbuckets - 1)];
+	for (; (h = *pp) != NULL; pp = &h->hnext) {
+		if (strcmp(h->name, name) == 0) {
+			*pp = h->hnext;
+			h->hnext = NULL;
+			t->count--;
+			return h;
+		}
+	}
+	return NULL;
+}
+
+/*
+ * Nothing can point at a detached handle any more: none queued, and none
+ * in flight on its replicas (a running stream retries through its handle).
+ * Conservative: another name's streams on a shared replica count too.
+ */
+int
+handle_is_idle(const struct handle *h)
+{
+	unsigned i;
+
+	if (h->qlen > 0)
+		return 0;
+	for (i = 0; i < h->nups; i++) {
+		if (upstream_in_flight(h->ups[i]) > 0)
+			return 0;
+	}
+	return 1;
+}
+
+void
+handle_release(struct handle *h)
+{
+	handle_free(h);
+}
+
+/* Queue depths for the metrics, per deployment (the worker's tick). */
+void
+handle_table_publish(struct worker *w)
+{
+	struct handle_table *t = worker_handles(w);
+	struct handle *h;
+	unsigned i;
+
+	for (i = 0; i < t->nbuckets; i++) {
+		for (h = t->buckets[i]; h != NULL; h = h->hnext)
+			registry_publish_queued(h->dep, worker_id(w), h->qlen);
+	}
+}

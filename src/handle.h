@@ -30,4 +30,14 @@ void		 handle_upstream_event(struct handle *, struct upstream *);
 const char	*handle_name(const struct handle *);
 double		 handle_request_timeout(const struct handle *);
 
+/* Reload: resolve an existing handle again in place (1), none (0), or the
+ * name is gone (-1).  A removed deployment's handle is detached, kept
+ * until handle_is_idle(), then released. */
+int		 handle_refresh(struct worker *, const char *name);
+struct handle	*handle_detach(struct worker *, const char *name);
+int		 handle_is_idle(const struct handle *);
+void		 handle_release(struct handle *);
+/* Publish each handle's queue length in the registry (for metrics). */
+void		 handle_table_publish(struct worker *);
+
 #endif

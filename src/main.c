@@ -1,9 +1,23 @@
 /*
- * main.c -- start-up, signals, threads, shutdown.
+ * main.c -- start-up, signals, reload, graceful stop.
  *
  * The main thread owns the conf, the registry and the supervisor, and sits
- * in its own event loop for signals and child exits; the workers own every
- * client and replica connection.
+ * in its own event loop for signals, child exits and a few timers; the
+ * workers own every client and replica connection.
+ *
+ * Reload (SIGHUP) is checked whole before anything changes: the new conf
+ * is loaded and validated, spawn commands looked up, log files opened and
+ * the registry's new state planned; any error is logged and the running
+ * conf stays.  Then the registry switches under its mutex, new replicas
+ * start, and each worker gets the new snapshot through its inbox and
+ * switches between two events, refreshing the handles of changed
+ * deployments and dropping those of removed ones.  When every worker has
+ * switched, retired replicas drain and systemd hears READY=1 again.
+ *
+ * Stop (SIGTERM, SIGINT): the workers close their listeners and idle
+ * connections and let busy ones finish, up to timeouts.drain; then the
+ * workers stop and the replicas are stopped.  A second signal stops at
+ * once.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -11,15 +25,18 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 #include <sys/stat.h>
 
 #include <event2/event.h>
 #include <event2/thread.h>
 
+#include "accesslog.h"
 #include "conf.h"
 #include "handle.h"
 #include "log.h"
+#include "metrics.h"
 #include "net.h"
 #include "registry.h"
 #include "route.h"
@@ -29,29 +46,71 @@
 
 #define INGRESSD_VERSION	"0.1.0"
 #define DEFAULT_CONF		"/etc/ingressd/ingressd.json"
+#define DRAIN_TICK_MS		50
+#define STATUS_EVERY_SEC	5
+#define NSIGNALS		5
+
+struct reload_job;
 
 struct daemon {
-	struct conf	*conf;
+	const char	*path;
+	int		 debug;
+	struct worker_snap *snap;	/* the running conf */
+	const struct conf *conf;	/* snap's */
 	struct event_base *base;
 	struct registry	*reg;
-	struct route_table *routes;
 	struct supervise *sv;
 	struct worker	*workers[CONF_MAX_WORKERS];
 	unsigned	 nworkers;
+	unsigned	 started;	/* worker threads running */
 	char		 runtime_dir[256];
 	int		 made_runtime_dir;
+	unsigned	 gen;		/* reloads applied */
+	struct reload_job *jobs;	/* reloads not yet seen by every worker */
+	int		 stopping;
+	double		 drain_deadline;
+	struct event	*sigs[NSIGNALS];
+	struct event	*drain_ev;
+	struct event	*watchdog_ev;
+	struct event	*status_ev;
+	unsigned	 beats[CONF_MAX_WORKERS];
+};
+
+/* One reload on its way to the workers. */
+struct reload_job {
+	struct daemon	*d;
+	struct worker_snap *snap;
+	struct reg_change *changes;
+	unsigned	 nchanges;
+	unsigned	 gen;
+	_Atomic unsigned pending;	/* workers yet to switch */
+	struct event	*done;		/* main thread, when pending is 0 */
+	struct reload_job *next;
 };
 
 static void
 usage(FILE *fp)
 {
-	fprintf(fp, "usage: ingressd [-tVh] [-d] [-c file]\n"
+	fprintf(fp, "usage: ingressd [-dhtV] [-c file]\n"
 	    "  -c file  configuration file (default %s)\n"
 	    "  -t       check the configuration and exit\n"
 	    "  -d       debug logging\n"
 	    "  -V       print the version and exit\n"
-	    "  -h       this help\n", DEFAULT_CONF);
+	    "  -h       this help\n"
+	    "signals: HUP reload, USR1 reopen log files, TERM/INT graceful "
+	    "stop\n", DEFAULT_CONF);
 }
+
+static double
+daemon_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* Start-up ------------------------------------------------------------- */
 
 static int
 daemon_runtime_dir(struct daemon *d, char *err, size_t errlen)
@@ -85,34 +144,78 @@ daemon_runtime_dir(struct daemon *d, char *err, size_t errlen)
  * share it through dup()ed descriptors.
  */
 static int
-daemon_listen(struct daemon *d, const char *text, int admin, char *err,
-    size_t errlen)
+daemon_listen(struct daemon *d, const char *key, const char *text, int admin,
+    char *err, size_t errlen)
 {
 	struct net_addr addr;
 	unsigned i, n = admin ? 1 : d->nworkers;
 	int fd = -1, shared;
+	char msg[512] = "";
 
-	if (net_addr_parse(text, &addr, err, errlen) == -1)
-		return -1;
+	if (net_addr_parse(text, &addr, msg, sizeof(msg)) == -1)
+		goto fail;
 	shared = net_addr_is_unix(&addr);
 	for (i = 0; i < n; i++) {
 		if (shared && i > 0)
 			fd = dup(fd);
 		else
-			fd = net_listen(&addr, n > 1, err, errlen);
+			fd = net_listen(&addr, n > 1, msg, sizeof(msg));
 		if (fd == -1) {
-			if (err[0] == '\0')
-				snprintf(err, errlen, "%s: %s", text,
+			if (msg[0] == '\0')
+				snprintf(msg, sizeof(msg), "%s: %s", text,
 				    strerror(errno));
-			return -1;
+			goto fail;
 		}
 		if (worker_add_listener(d->workers[i], fd, admin) == -1) {
 			close(fd);
-			snprintf(err, errlen, "%s: too many listeners", text);
-			return -1;
+			snprintf(msg, sizeof(msg), "%s: too many listeners",
+			    text);
+			goto fail;
 		}
 	}
 	log_info("listening on %s%s", text, admin ? " (admin)" : "");
+	return 0;
+fail:
+	snprintf(err, errlen, "cannot listen: %s: %s", key, msg);
+	return -1;
+}
+
+/* Error log: stderr, or a file put in its place (children inherit it). */
+static int
+daemon_error_log_fd(const char *path, char *err, size_t errlen)
+{
+	if (path == NULL || strcmp(path, "stderr") == 0)
+		return -2;
+	return accesslog_open_file(path, err, errlen);
+}
+
+static void
+daemon_error_log_set(int fd)
+{
+	if (fd == -1)
+		return;
+	dup2(fd == -2 ? accesslog_stderr() : fd, STDERR_FILENO);
+	if (fd >= 0)
+		close(fd);
+}
+
+static int
+daemon_logs(struct daemon *d, char *err, size_t errlen)
+{
+	const struct conf *c = d->conf;
+	int efd, afd = -1;
+
+	if ((efd = daemon_error_log_fd(c->error_log, err, errlen)) == -1)
+		return -1;
+	if (c->access_log != NULL && strcmp(c->access_log, "stderr") != 0 &&
+	    (afd = accesslog_open_file(c->access_log, err, errlen)) == -1) {
+		if (efd >= 0)
+			close(efd);
+		return -1;
+	}
+	if (efd >= 0)
+		daemon_error_log_set(efd);
+	accesslog_set(c->access_log, afd, (int)c->access_log_format);
 	return 0;
 }
 
@@ -122,65 +225,482 @@ daemon_prewarm_cb(struct worker *w, void *arg)
 	handle_get(w, arg);
 }
 
-static void
-daemon_signal_cb(evutil_socket_t sig, short ev, void *arg)
-{
-	struct daemon *d = arg;
-
-	if (sig == SIGHUP) {
-		log_warnx("SIGHUP: reload is not supported yet; ignored");
-		return;
-	}
-	log_info("signal %d: stopping", (int)sig);
-	event_base_loopexit(d->base, NULL);
-}
-
 static int
-daemon_start(struct daemon *d, char *err, size_t errlen)
+daemon_start_workers(struct daemon *d, char *err, size_t errlen)
 {
+	const struct conf *c = d->conf;
 	unsigned i, j;
+	char key[32];
 
-	if (daemon_runtime_dir(d, err, errlen) == -1)
-		return -1;
-	d->nworkers = d->conf->workers;
-	if ((d->reg = registry_new(d->conf, d->nworkers, d->runtime_dir, err,
-	    errlen)) == NULL)
-		return -1;
-	if ((d->routes = route_table_new(d->conf)) == NULL) {
-		snprintf(err, errlen, "out of memory");
-		return -1;
-	}
 	for (i = 0; i < d->nworkers; i++) {
-		d->workers[i] = worker_new(i, d->conf, d->reg, d->routes);
-		if (d->workers[i] == NULL) {
+		if ((d->workers[i] = worker_new(i, d->snap, d->reg)) == NULL) {
 			snprintf(err, errlen, "worker %u: out of memory", i);
 			return -1;
 		}
 	}
-	for (i = 0; i < d->conf->nlisten; i++) {
-		if (daemon_listen(d, d->conf->listen[i], 0, err, errlen) == -1)
+	for (i = 0; i < c->nlisten; i++) {
+		snprintf(key, sizeof(key), "listen[%u]", i);
+		if (daemon_listen(d, key, c->listen[i], 0, err, errlen) == -1)
 			return -1;
 	}
-	if (d->conf->admin != NULL &&
-	    daemon_listen(d, d->conf->admin, 1, err, errlen) == -1)
+	if (c->admin != NULL &&
+	    daemon_listen(d, "admin", c->admin, 1, err, errlen) == -1)
 		return -1;
-	if ((d->sv = supervise_new(d->base, d->conf, d->reg, err,
-	    errlen)) == NULL || supervise_start(d->sv, err, errlen) == -1)
-		return -1;
-	for (i = 0; i < d->conf->ndeployments; i++) {
-		if (!d->conf->deployments[i].prewarm)
+	for (i = 0; i < c->ndeployments; i++) {
+		if (!c->deployments[i].prewarm)
 			continue;
 		for (j = 0; j < d->nworkers; j++)
 			worker_post(d->workers[j], daemon_prewarm_cb,
-			    d->conf->deployments[i].name);
+			    c->deployments[i].name);
 	}
 	for (i = 0; i < d->nworkers; i++) {
 		if (worker_start(d->workers[i]) == -1) {
 			snprintf(err, errlen, "worker %u: cannot start thread", i);
 			return -1;
 		}
+		d->started++;
 	}
 	return 0;
+}
+
+static int
+daemon_start(struct daemon *d, char *err, size_t errlen)
+{
+	struct route_table *routes;
+	char msg[512];
+
+	d->nworkers = d->conf->workers;
+	if (metrics_init(d->nworkers, INGRESSD_VERSION) == -1 ||
+	    accesslog_init(d->nworkers) == -1) {
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
+	if (daemon_logs(d, err, errlen) == -1 ||
+	    supervise_check(d->conf, err, errlen) == -1 ||
+	    daemon_runtime_dir(d, err, errlen) == -1)
+		return -1;
+	if ((d->reg = registry_new(d->conf, d->nworkers, d->runtime_dir, msg,
+	    sizeof(msg))) == NULL) {
+		snprintf(err, errlen, "%s: %s", d->conf->path, msg);
+		return -1;
+	}
+	if ((routes = route_table_new(d->conf)) == NULL) {
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
+	/* From here the snapshot owns the conf. */
+	if ((d->snap = worker_snap_new((struct conf *)d->conf, routes)) ==
+	    NULL) {
+		route_table_free(routes);
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
+	if (daemon_start_workers(d, err, errlen) == -1)
+		return -1;
+	if ((d->sv = supervise_new(d->base, d->reg)) == NULL) {
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
+	return supervise_apply(d->sv, d->conf, 0, err, errlen);
+}
+
+/* Status and watchdog -------------------------------------------------- */
+
+static void
+daemon_status(struct daemon *d)
+{
+	if (d->stopping)
+		return;
+	sdnotify_status("serving: %u connection(s), %u deployment(s), "
+	    "%u replica process(es), %u worker(s), %u reload(s)",
+	    worker_conns(), registry_ndeployments(d->reg),
+	    supervise_running(d->sv), d->nworkers, d->gen);
+}
+
+static void
+daemon_status_cb(evutil_socket_t fd, short ev, void *arg)
+{
+	daemon_status(arg);
+}
+
+/*
+ * The watchdog is fed only while every worker's loop turns: each tick
+ * checks that the beat posted to every worker on the previous tick was
+ * run, then posts the next.  A stuck worker starves systemd of WATCHDOG=1
+ * and it restarts us.
+ */
+static void
+daemon_watchdog_cb(evutil_socket_t fd, short ev, void *arg)
+{
+	struct daemon *d = arg;
+	unsigned i, b;
+	int ok = 1;
+
+	for (i = 0; i < d->started; i++) {
+		b = worker_beats(d->workers[i]);
+		if (b == d->beats[i]) {
+			log_warnx("worker %u is not responding: no watchdog "
+			    "ping", i);
+			ok = 0;
+		}
+		d->beats[i] = b;
+	}
+	if (ok)
+		sdnotify_watchdog();
+	for (i = 0; i < d->started; i++)
+		worker_beat(d->workers[i]);
+}
+
+static void
+daemon_timers(struct daemon *d)
+{
+	struct timeval status = { STATUS_EVERY_SEC, 0 }, wd;
+	uint64_t usec = sdnotify_watchdog_usec();
+	unsigned i;
+
+	d->status_ev = event_new(d->base, -1, EV_PERSIST, daemon_status_cb, d);
+	if (d->status_ev != NULL)
+		evtimer_add(d->status_ev, &status);
+	if (usec == 0)
+		return;
+	/* Ping at half the interval, as sd_watchdog_enabled(3) advises. */
+	usec /= 2;
+	wd.tv_sec = (time_t)(usec / 1000000);
+	wd.tv_usec = (suseconds_t)(usec % 1000000);
+	for (i = 0; i < d->started; i++) {
+		d->beats[i] = worker_beats(d->workers[i]);
+		worker_beat(d->workers[i]);
+	}
+	sdnotify_watchdog();
+	d->watchdog_ev = event_new(d->base, -1, EV_PERSIST, daemon_watchdog_cb,
+	    d);
+	if (d->watchdog_ev != NULL)
+		evtimer_add(d->watchdog_ev, &wd);
+}
+
+/* Reload --------------------------------------------------------------- */
+
+static int
+daemon_strv_eq(char **a, unsigned na, char **b, unsigned nb)
+{
+	unsigned i;
+
+	if (na != nb)
+		return 0;
+	for (i = 0; i < na; i++) {
+		if (strcmp(a[i], b[i]) != 0)
+			return 0;
+	}
+	return 1;
+}
+
+static int
+daemon_str_eq(const char *a, const char *b)
+{
+	return a == NULL || b == NULL ? a == b : strcmp(a, b) == 0;
+}
+
+/* What a reload cannot change in a running process: say so. */
+static void
+daemon_restart_only(const struct conf *old, const struct conf *new)
+{
+	if (!daemon_strv_eq(old->listen, old->nlisten, new->listen,
+	    new->nlisten))
+		log_warnx("reload: listen changed: still listening on the old "
+		    "addresses; restart ingressd to apply");
+	if (!daemon_str_eq(old->admin, new->admin))
+		log_warnx("reload: admin changed: restart ingressd to apply");
+	if (old->workers != new->workers)
+		log_warnx("reload: workers changed: still %u; restart "
+		    "ingressd to apply", old->workers);
+	if (!daemon_str_eq(old->runtime_dir, new->runtime_dir))
+		log_warnx("reload: runtime_dir changed: restart ingressd to "
+		    "apply");
+}
+
+/* On each worker's thread. */
+static void
+daemon_apply_cb(struct worker *w, void *arg)
+{
+	struct reload_job *job = arg;
+	const struct conf *c = worker_snap_conf(job->snap);
+	unsigned i;
+
+	worker_switch(w, job->snap);
+	for (i = 0; i < job->nchanges; i++) {
+		if (job->changes[i].kind == REG_CHANGED)
+			handle_refresh(w, job->changes[i].name);
+		else if (job->changes[i].kind == REG_REMOVED)
+			worker_forget(w, job->changes[i].name);
+	}
+	for (i = 0; i < c->ndeployments; i++) {
+		if (c->deployments[i].prewarm)
+			handle_get(w, c->deployments[i].name);
+	}
+	if (atomic_fetch_sub(&job->pending, 1) == 1)
+		event_active(job->done, EV_READ, 0);
+}
+
+static void
+daemon_job_free(struct reload_job *job)
+{
+	struct reload_job **pp;
+
+	for (pp = &job->d->jobs; *pp != NULL; pp = &(*pp)->next) {
+		if (*pp == job) {
+			*pp = job->next;
+			break;
+		}
+	}
+	if (job->done != NULL)
+		event_free(job->done);
+	registry_changes_free(job->changes, job->nchanges);
+	worker_snap_unref(job->snap);
+	free(job);
+}
+
+/* Every worker switched: retired replicas may drain now. */
+static void
+daemon_reload_done_cb(evutil_socket_t fd, short ev, void *arg)
+{
+	struct reload_job *job = arg;
+	struct daemon *d = job->d;
+
+	supervise_drain(d->sv, job->gen, d->conf->timeouts.drain);
+	log_info("reload %u: every worker switched", job->gen);
+	daemon_job_free(job);
+	if (d->jobs == NULL && !d->stopping) {
+		sdnotify_ready();
+		daemon_status(d);
+	}
+}
+
+/* Log files of the new conf, opened (not yet in use): -1 and err. */
+static int
+daemon_reload_logs(struct daemon *d, const struct conf *c, int *efd, int *afd,
+    char *err, size_t errlen)
+{
+	*efd = *afd = -1;
+	if (!daemon_str_eq(c->error_log, d->conf->error_log) &&
+	    (*efd = daemon_error_log_fd(c->error_log, err, errlen)) == -1)
+		return -1;
+	if (c->access_log != NULL && strcmp(c->access_log, "stderr") != 0 &&
+	    !daemon_str_eq(c->access_log, d->conf->access_log) &&
+	    (*afd = accesslog_open_file(c->access_log, err, errlen)) == -1) {
+		if (*efd >= 0)
+			close(*efd);
+		return -1;
+	}
+	return 0;
+}
+
+static struct reload_job *
+daemon_job_new(struct daemon *d, struct worker_snap *snap,
+    struct reg_change *changes, unsigned nchanges)
+{
+	struct reload_job *job;
+
+	if ((job = calloc(1, sizeof(*job))) == NULL)
+		return NULL;
+	job->d = d;
+	job->snap = snap;
+	job->changes = changes;
+	job->nchanges = nchanges;
+	job->gen = ++d->gen;
+	atomic_init(&job->pending, d->nworkers);
+	if ((job->done = event_new(d->base, -1, 0, daemon_reload_done_cb,
+	    job)) == NULL) {
+		free(job);
+		return NULL;
+	}
+	job->next = d->jobs;
+	d->jobs = job;
+	return job;
+}
+
+static void
+daemon_log_changes(unsigned gen, const struct reg_change *ch, unsigned n)
+{
+	static const char *what[] = { "added", "changed", "removed" };
+	unsigned i;
+
+	for (i = 0; i < n; i++)
+		log_info("reload %u: deployment %s %s", gen, ch[i].name,
+		    what[ch[i].kind]);
+}
+
+/* Everything checked: switch the registry, replicas, logs and workers. */
+static void
+daemon_reload_commit(struct daemon *d, struct conf *conf,
+    struct route_table *routes, struct reg_change *ch, unsigned nch,
+    int efd, int afd)
+{
+	struct worker_snap *snap;
+	struct reload_job *job;
+	char err[512];
+	unsigned i;
+
+	if ((snap = worker_snap_new(conf, routes)) == NULL ||
+	    (job = daemon_job_new(d, snap, ch, nch)) == NULL)
+		fatalx("reload: out of memory");	/* registry moved on */
+	daemon_error_log_set(efd);
+	accesslog_set(conf->access_log, afd, (int)conf->access_log_format);
+	log_set_level(d->debug ? LOG_LEVEL_DEBUG :
+	    log_level_parse(conf->log_level));
+	if (supervise_apply(d->sv, conf, job->gen, err, sizeof(err)) == -1)
+		log_warnx("reload %u: %s", job->gen, err);
+	daemon_log_changes(job->gen, ch, nch);
+	/* Each worker takes its own reference when it switches; the job
+	 * holds the one worker_snap_new gave us until they all have. */
+	for (i = 0; i < d->nworkers; i++)
+		worker_post(d->workers[i], daemon_apply_cb, job);
+	worker_snap_unref(d->snap);
+	worker_snap_ref(snap);
+	d->snap = snap;
+	d->conf = conf;
+	metrics_reloaded(1);
+	log_info("reload %u: %s loaded: %u route(s), %u deployment(s)",
+	    job->gen, conf->path, conf->nroutes, conf->ndeployments);
+}
+
+static void
+daemon_reload(struct daemon *d)
+{
+	struct route_table *routes = NULL;
+	struct reg_change *ch = NULL;
+	struct conf *conf;
+	char err[1024], msg[512];
+	unsigned nch = 0;
+	int efd = -1, afd = -1;
+
+	sdnotify_reloading();
+	log_info("SIGHUP: reloading %s", d->path);
+	if ((conf = conf_load(d->path, err, sizeof(err))) == NULL)
+		goto fail;
+	if (supervise_check(conf, err, sizeof(err)) == -1 ||
+	    daemon_reload_logs(d, conf, &efd, &afd, err, sizeof(err)) == -1)
+		goto fail;
+	if ((routes = route_table_new(conf)) == NULL) {
+		snprintf(err, sizeof(err), "out of memory");
+		goto fail;
+	}
+	if (registry_reload(d->reg, conf, &ch, &nch, msg, sizeof(msg)) == -1) {
+		snprintf(err, sizeof(err), "%s: %s", conf->path, msg);
+		goto fail;
+	}
+	daemon_restart_only(d->conf, conf);
+	daemon_reload_commit(d, conf, routes, ch, nch, efd, afd);
+	return;
+fail:
+	log_warnx("reload failed, keeping the running configuration: %s", err);
+	if (efd >= 0)
+		close(efd);
+	if (afd >= 0)
+		close(afd);
+	route_table_free(routes);
+	conf_free(conf);
+	metrics_reloaded(0);
+	if (d->jobs == NULL)
+		sdnotify_ready();
+}
+
+/* SIGUSR1: logrotate moved the files away; open them again. */
+static void
+daemon_reopen_logs(struct daemon *d)
+{
+	char err[512];
+	int fd;
+
+	if (d->conf->error_log != NULL &&
+	    strcmp(d->conf->error_log, "stderr") != 0) {
+		if ((fd = accesslog_open_file(d->conf->error_log, err,
+		    sizeof(err))) == -1)
+			log_warnx("SIGUSR1: error_log: %s", err);
+		else
+			daemon_error_log_set(fd);
+	}
+	if (accesslog_reopen(err, sizeof(err)) == -1)
+		log_warnx("SIGUSR1: access_log: %s", err);
+	log_info("SIGUSR1: log files reopened");
+}
+
+/* Stop ----------------------------------------------------------------- */
+
+static void
+daemon_drain_cb(struct worker *w, void *arg)
+{
+	worker_drain(w);
+}
+
+static void
+daemon_drain_tick_cb(evutil_socket_t fd, short ev, void *arg)
+{
+	struct daemon *d = arg;
+	unsigned i, busy = 0;
+	int b, unknown = 0;
+
+	for (i = 0; i < d->started; i++) {
+		if ((b = worker_busy(d->workers[i])) < 0)
+			unknown = 1;
+		else
+			busy += (unsigned)b;
+	}
+	if (!unknown && busy == 0) {
+		log_info("drained: no request in flight");
+		event_base_loopexit(d->base, NULL);
+	} else if (daemon_now() >= d->drain_deadline) {
+		log_warnx("drain timeout (%.1fs): closing %u busy "
+		    "connection(s)", d->conf->timeouts.drain, busy);
+		event_base_loopexit(d->base, NULL);
+	} else
+		sdnotify_status("stopping: %u connection(s) busy", busy);
+}
+
+static void
+daemon_stop_begin(struct daemon *d, int sig)
+{
+	struct timeval tick = { 0, DRAIN_TICK_MS * 1000 };
+	unsigned i;
+
+	if (d->stopping) {
+		log_warnx("signal %d again: stopping now", sig);
+		event_base_loopexit(d->base, NULL);
+		return;
+	}
+	d->stopping = 1;
+	sdnotify_stopping();
+	log_info("signal %d: stopping: no new connections, in-flight "
+	    "requests have %.1fs", sig, d->conf->timeouts.drain);
+	for (i = 0; i < d->started; i++)
+		worker_post(d->workers[i], daemon_drain_cb, NULL);
+	d->drain_deadline = daemon_now() + d->conf->timeouts.drain;
+	d->drain_ev = event_new(d->base, -1, EV_PERSIST, daemon_drain_tick_cb,
+	    d);
+	if (d->drain_ev == NULL)
+		event_base_loopexit(d->base, NULL);
+	else
+		evtimer_add(d->drain_ev, &tick);
+}
+
+static void
+daemon_signal_cb(evutil_socket_t sig, short ev, void *arg)
+{
+	struct daemon *d = arg;
+
+	switch (sig) {
+	case SIGHUP:
+		if (d->stopping)
+			log_warnx("SIGHUP while stopping: ignored");
+		else
+			daemon_reload(d);
+		break;
+	case SIGUSR1:
+		daemon_reopen_logs(d);
+		break;
+	default:
+		daemon_stop_begin(d, (int)sig);
+		break;
+	}
 }
 
 static void
@@ -188,42 +708,101 @@ daemon_stop(struct daemon *d)
 {
 	unsigned i;
 
-	for (i = 0; i < d->nworkers; i++) {
-		if (d->workers[i] != NULL)
-			worker_stop(d->workers[i]);
-	}
-	for (i = 0; i < d->nworkers; i++) {
-		if (d->workers[i] != NULL)
-			worker_join(d->workers[i]);
-	}
+	for (i = 0; i < d->started; i++)
+		worker_stop(d->workers[i]);
+	for (i = 0; i < d->started; i++)
+		worker_join(d->workers[i]);
 	if (d->sv != NULL)
 		supervise_stop(d->sv, 2.0);
 	for (i = 0; i < d->nworkers; i++)
 		worker_free(d->workers[i]);
+	while (d->jobs != NULL)
+		daemon_job_free(d->jobs);
 	supervise_free(d->sv);
-	route_table_free(d->routes);
 	registry_free(d->reg);
 	if (d->made_runtime_dir)
 		rmdir(d->runtime_dir);
+	if (d->drain_ev != NULL)
+		event_free(d->drain_ev);
+	if (d->watchdog_ev != NULL)
+		event_free(d->watchdog_ev);
+	if (d->status_ev != NULL)
+		event_free(d->status_ev);
+}
+
+static int
+daemon_signals(struct daemon *d)
+{
+	static const int sigs[NSIGNALS] = {
+		SIGTERM, SIGINT, SIGHUP, SIGUSR1, 0,
+	};
+	unsigned i;
+
+	for (i = 0; i < NSIGNALS && sigs[i] != 0; i++) {
+		d->sigs[i] = evsignal_new(d->base, sigs[i], daemon_signal_cb, d);
+		if (d->sigs[i] == NULL || evsignal_add(d->sigs[i], NULL) == -1)
+			return -1;
+	}
+	return 0;
+}
+
+/* -t: everything that can be checked without starting anything. */
+static int
+daemon_check(const char *path)
+{
+	struct conf *conf;
+	char err[1024];
+
+	if ((conf = conf_load(path, err, sizeof(err))) == NULL ||
+	    supervise_check(conf, err, sizeof(err)) == -1) {
+		fprintf(stderr, "ingressd: %s\n", err);
+		conf_free(conf);
+		return 1;
+	}
+	fprintf(stderr, "ingressd: configuration %s is ok\n", path);
+	conf_free(conf);
+	return 0;
+}
+
+static int
+daemon_run(struct daemon *d)
+{
+	char err[1024] = "";
+	int rv = 0;
+
+	if (daemon_start(d, err, sizeof(err)) == -1) {
+		log_warnx("cannot start: %s", err);
+		return 1;
+	}
+	log_info("ingressd %s started: %u worker(s), %u deployment(s), "
+	    "runtime dir %s", INGRESSD_VERSION, d->nworkers,
+	    d->conf->ndeployments, d->runtime_dir);
+	daemon_timers(d);
+	sdnotify_ready();
+	daemon_status(d);
+	if (event_base_dispatch(d->base) == -1)
+		rv = 1;
+	if (!d->stopping)
+		sdnotify_stopping();
+	return rv;
 }
 
 int
 main(int argc, char **argv)
 {
-	const char *path = DEFAULT_CONF;
 	struct daemon d;
-	struct event *sigs[3];
-	char err[1024] = "";
-	int ch, check = 0, debug = 0, rv = 0, level;
+	int ch, check = 0, rv, level;
 	unsigned i;
 
+	memset(&d, 0, sizeof(d));
+	d.path = DEFAULT_CONF;
 	while ((ch = getopt(argc, argv, "c:dhtV")) != -1) {
 		switch (ch) {
 		case 'c':
-			path = optarg;
+			d.path = optarg;
 			break;
 		case 'd':
-			debug = 1;
+			d.debug = 1;
 			break;
 		case 't':
 			check = 1;
@@ -239,45 +818,42 @@ main(int argc, char **argv)
 			return 1;
 		}
 	}
-	memset(&d, 0, sizeof(d));
-	if ((d.conf = conf_load(path, err, sizeof(err))) == NULL) {
-		fprintf(stderr, "ingressd: %s\n", err);
+	if (optind != argc) {
+		usage(stderr);
 		return 1;
 	}
-	if (check) {
-		fprintf(stderr, "ingressd: configuration %s is ok\n", path);
-		conf_free(d.conf);
-		return 0;
+	if (check)
+		return daemon_check(d.path);
+	{
+		char err[1024];
+
+		if ((d.conf = conf_load(d.path, err, sizeof(err))) == NULL) {
+			fprintf(stderr, "ingressd: %s\n", err);
+			return 1;
+		}
 	}
-	level = debug ? LOG_LEVEL_DEBUG : log_level_parse(d.conf->log_level);
+	level = d.debug ? LOG_LEVEL_DEBUG : log_level_parse(d.conf->log_level);
 	log_init(level < 0 ? LOG_LEVEL_INFO : level);
+	/* Before any replica is spawned: they must not see NOTIFY_SOCKET. */
+	sdnotify_init();
 	signal(SIGPIPE, SIG_IGN);
 	evthread_use_pthreads();
-	if ((d.base = event_base_new()) == NULL)
+	if ((d.base = event_base_new()) == NULL || daemon_signals(&d) == -1)
 		fatalx("cannot create the event loop");
-	sigs[0] = evsignal_new(d.base, SIGTERM, daemon_signal_cb, &d);
-	sigs[1] = evsignal_new(d.base, SIGINT, daemon_signal_cb, &d);
-	sigs[2] = evsignal_new(d.base, SIGHUP, daemon_signal_cb, &d);
-	for (i = 0; i < 3; i++)
-		evsignal_add(sigs[i], NULL);
-	if (daemon_start(&d, err, sizeof(err)) == -1) {
-		log_warnx("%s", err);
-		rv = 1;
-	} else {
-		log_info("ingressd %s started: %u worker(s), %u deployment(s), "
-		    "runtime dir %s", INGRESSD_VERSION, d.nworkers,
-		    d.conf->ndeployments, d.runtime_dir);
-		sdnotify_status("serving: %u worker(s), %u deployment(s)",
-		    d.nworkers, d.conf->ndeployments);
-		sdnotify_ready();
-		event_base_dispatch(d.base);
-		sdnotify_stopping();
-	}
+	rv = daemon_run(&d);
 	daemon_stop(&d);
-	for (i = 0; i < 3; i++)
-		event_free(sigs[i]);
+	for (i = 0; i < NSIGNALS; i++) {
+		if (d.sigs[i] != NULL)
+			event_free(d.sigs[i]);
+	}
 	event_base_free(d.base);
-	conf_free(d.conf);
+	if (d.snap != NULL)
+		worker_snap_unref(d.snap);
+	else
+		conf_free((struct conf *)d.conf);
+	metrics_free();
+	accesslog_free();
+	sdnotify_free();
 	log_info("stopped");
 	return rv;
 }

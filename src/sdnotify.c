@@ -2,28 +2,84 @@
  * sdnotify.c -- systemd notifications (see sdnotify.h).
  */
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
-
-#ifdef HAVE_SYSTEMD
-#include <systemd/sd-daemon.h>
-#endif
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 
 #include "sdnotify.h"
+
+static int		 sd_fd = -1;
+static struct sockaddr_un sd_addr;
+static socklen_t	 sd_addrlen;
+static uint64_t		 sd_watchdog_usec;
+
+void
+sdnotify_init(void)
+{
+	const char *path = getenv("NOTIFY_SOCKET");
+	const char *usec = getenv("WATCHDOG_USEC");
+	const char *pid = getenv("WATCHDOG_PID");
+	size_t len;
+
+	/* The watchdog is ours unless systemd named another process. */
+	if (usec != NULL && (pid == NULL || atol(pid) == (long)getpid()))
+		sd_watchdog_usec = strtoull(usec, NULL, 10);
+	if (path != NULL && (path[0] == '/' || path[0] == '@') &&
+	    (len = strlen(path)) < sizeof(sd_addr.sun_path)) {
+		memset(&sd_addr, 0, sizeof(sd_addr));
+		sd_addr.sun_family = AF_UNIX;
+		memcpy(sd_addr.sun_path, path, len);
+		if (path[0] == '@')
+			sd_addr.sun_path[0] = '\0';	/* abstract */
+		sd_addrlen = (socklen_t)(offsetof(struct sockaddr_un,
+		    sun_path) + len + (path[0] == '/'));
+		sd_fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	}
+	unsetenv("NOTIFY_SOCKET");
+	unsetenv("WATCHDOG_USEC");
+	unsetenv("WATCHDOG_PID");
+}
+
+void
+sdnotify_free(void)
+{
+	if (sd_fd != -1)
+		close(sd_fd);
+	sd_fd = -1;
+}
 
 static void
 sdnotify_send(const char *msg)
 {
-#ifdef HAVE_SYSTEMD
-	sd_notify(0, msg);
-#else
-	(void)msg;
-#endif
+	if (sd_fd == -1)
+		return;
+	(void)sendto(sd_fd, msg, strlen(msg), MSG_NOSIGNAL,
+	    (struct sockaddr *)&sd_addr, sd_addrlen);
 }
 
 void
 sdnotify_ready(void)
 {
 	sdnotify_send("READY=1");
+}
+
+/* MONOTONIC_USEC lets systemd >= 253 (Type=notify-reload) match it up. */
+void
+sdnotify_reloading(void)
+{
+	struct timespec ts;
+	char buf[96];
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	snprintf(buf, sizeof(buf), "RELOADING=1\nMONOTONIC_USEC=%llu",
+	    (unsigned long long)ts.tv_sec * 1000000ULL +
+	    (unsigned long long)ts.tv_nsec / 1000);
+	sdnotify_send(buf);
 }
 
 void
@@ -33,12 +89,26 @@ sdnotify_stopping(void)
 }
 
 void
+sdnotify_watchdog(void)
+{
+	sdnotify_send("WATCHDOG=1");
+}
+
+uint64_t
+sdnotify_watchdog_usec(void)
+{
+	return sd_watchdog_usec;
+}
+
+void
 sdnotify_status(const char *fmt, ...)
 {
 	char buf[256];
 	va_list ap;
 	int n;
 
+	if (sd_fd == -1)
+		return;
 	n = snprintf(buf, sizeof(buf), "STATUS=");
 	va_start(ap, fmt);
 	vsnprintf(buf + n, sizeof(buf) - (size_t)n, fmt, ap);

@@ -1,12 +1,26 @@
 /*
- * sdnotify.h -- tell systemd what we are doing (Type=notify).  A no-op when
- * not started by systemd (no NOTIFY_SOCKET) or built without libsystemd.
+ * sdnotify.h -- tell systemd what we are doing (Type=notify).
+ *
+ * The sd_notify(3) protocol spoken directly (one datagram to the unix
+ * socket named by $NOTIFY_SOCKET), so there is no library to link.
+ * Everything is a no-op when not started by systemd.  sdnotify_init()
+ * reads and then removes NOTIFY_SOCKET, WATCHDOG_USEC and WATCHDOG_PID
+ * from the environment, so spawned replicas do not inherit them.
  */
 #ifndef INGRESSD_SDNOTIFY_H
 #define INGRESSD_SDNOTIFY_H
 
-void	sdnotify_ready(void);
-void	sdnotify_stopping(void);
-void	sdnotify_status(const char *, ...) __attribute__((format(printf, 1, 2)));
+#include <stdint.h>
+
+void	 sdnotify_init(void);
+void	 sdnotify_free(void);
+void	 sdnotify_ready(void);
+void	 sdnotify_reloading(void);
+void	 sdnotify_stopping(void);
+void	 sdnotify_watchdog(void);
+/* WatchdogSec= in microseconds (0: no watchdog for us). */
+uint64_t sdnotify_watchdog_usec(void);
+void	 sdnotify_status(const char *, ...)
+	    __attribute__((format(printf, 1, 2)));
 
 #endif

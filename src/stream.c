@@ -45,6 +45,12 @@ struct stream {
 	 * that never reached its replica can be replayed on another. */
 	struct evbuffer	*replay;
 	int		 replay_lost;	/* body outgrew the copy */
+	/* Flow control: credit we hold to send body, credit the replica
+	 * holds to send response, and response bytes consumed but not yet
+	 * credited back. */
+	uint64_t	 send_window;
+	uint64_t	 recv_window;
+	uint64_t	 recv_consumed;
 };
 
 #define STREAM_MAX_RETRIES	2
@@ -71,6 +77,8 @@ stream_new(struct worker *w, const struct stream_info *info,
 	if ((s = calloc(1, sizeof(*s))) == NULL)
 		return NULL;
 	s->w = w;
+	s->send_window = WIRE_INITIAL_WINDOW;
+	s->recv_window = WIRE_INITIAL_WINDOW;
 	s->info = *info;
 	s->ops = ops;
 	s->arg = arg;
@@ -123,8 +131,8 @@ stream_attached(struct stream *s, struct upstream *up, uint32_t id)
 	s->up = up;
 	s->id = id;
 	stream_arm(s, s->info.timeout);
-	if (s->ops->on_attached != NULL)
-		s->ops->on_attached(s->arg);
+	if (s->ops->on_writable != NULL)
+		s->ops->on_writable(s->arg);
 }
 
 int
@@ -176,26 +184,52 @@ stream_keep(struct stream *s, const void *p, size_t n)
 	evbuffer_add(s->replay, p, n);
 }
 
+/* Send what credit allows now; the rest waits in pending. */
+static void
+stream_send_body(struct stream *s, const char *p, size_t n)
+{
+	size_t now = n < s->send_window ? n : (size_t)s->send_window;
+
+	if (now > 0) {
+		stream_keep(s, p, now);
+		upstream_send_data(s->up, s->id, p, now);
+		s->send_window -= now;
+	}
+	if (now < n) {
+		if (s->pending == NULL && (s->pending = evbuffer_new()) == NULL)
+			return;
+		evbuffer_add(s->pending, p + now, n - now);
+	}
+}
+
 void
 stream_body(struct stream *s, const char *p, size_t n)
 {
-	if (s->state == S_ATTACHED) {
-		stream_keep(s, p, n);
-		upstream_send_data(s->up, s->id, p, n);
-		return;
-	}
 	if (s->state == S_DONE)
 		return;
+	if (s->state == S_ATTACHED && (s->pending == NULL ||
+	    evbuffer_get_length(s->pending) == 0)) {
+		stream_send_body(s, p, n);
+		return;
+	}
 	if (s->pending == NULL && (s->pending = evbuffer_new()) == NULL)
 		return;
 	evbuffer_add(s->pending, p, n);
+}
+
+int
+stream_can_take_body(const struct stream *s)
+{
+	return s->state == S_ATTACHED && s->send_window > 0 &&
+	    (s->pending == NULL || evbuffer_get_length(s->pending) == 0);
 }
 
 void
 stream_body_end(struct stream *s)
 {
 	s->body_end = 1;
-	if (s->state == S_ATTACHED && !s->end_sent) {
+	if (s->state == S_ATTACHED && !s->end_sent && (s->pending == NULL ||
+	    evbuffer_get_length(s->pending) == 0)) {
 		s->end_sent = 1;
 		upstream_send_end(s->up, s->id);
 	}
@@ -311,21 +345,55 @@ done:
 	return rv;
 }
 
-/* After attach: what arrived while queued goes out now. */
+/* After attach or new credit: what is held back goes out, as far as the
+ * credit goes. */
 void
 stream_flush_pending(struct stream *s)
 {
 	unsigned char buf[16384];
-	size_t n;
+	size_t n, want;
 
-	while (s->pending != NULL && evbuffer_get_length(s->pending) > 0) {
-		n = evbuffer_remove(s->pending, buf, sizeof(buf));
+	while (s->pending != NULL && s->send_window > 0 &&
+	    evbuffer_get_length(s->pending) > 0) {
+		want = s->send_window < sizeof(buf) ? (size_t)s->send_window :
+		    sizeof(buf);
+		n = evbuffer_remove(s->pending, buf, want);
 		stream_keep(s, buf, n);
 		upstream_send_data(s->up, s->id, buf, n);
+		s->send_window -= n;
 	}
+	if (s->pending != NULL && evbuffer_get_length(s->pending) > 0)
+		return;
 	if (s->body_end && !s->end_sent) {
 		s->end_sent = 1;
 		upstream_send_end(s->up, s->id);
+	}
+}
+
+void
+stream_on_window(struct stream *s, uint32_t n)
+{
+	if (s->state != S_ATTACHED)
+		return;
+	s->send_window += n;
+	stream_flush_pending(s);
+	if (stream_can_take_body(s) && !s->body_end &&
+	    s->ops->on_writable != NULL)
+		s->ops->on_writable(s->arg);
+}
+
+/* Credit back in batches of half a window: a small response never costs
+ * a WINDOW frame. */
+void
+stream_consumed(struct stream *s, size_t n)
+{
+	if (s->state != S_ATTACHED)
+		return;
+	s->recv_consumed += n;
+	if (s->recv_consumed >= WIRE_INITIAL_WINDOW / 2) {
+		upstream_send_window(s->up, s->id, (uint32_t)s->recv_consumed);
+		s->recv_window += s->recv_consumed;
+		s->recv_consumed = 0;
 	}
 }
 
@@ -351,6 +419,9 @@ stream_retry(struct stream *s)
 	s->up = NULL;
 	s->id = 0;
 	s->end_sent = 0;
+	s->send_window = WIRE_INITIAL_WINDOW;
+	s->recv_window = WIRE_INITIAL_WINDOW;
+	s->recv_consumed = 0;
 	/* What was sent is sent again, before anything still pending. */
 	if (s->replay != NULL) {
 		if (s->pending != NULL)
@@ -374,11 +445,17 @@ stream_on_response(struct stream *s, int status, const struct wire_field *f,
 	s->ops->on_response(s->arg, status, f, n, end);
 }
 
-void
+int
 stream_on_data(struct stream *s, struct evbuffer *buf)
 {
+	size_t n = evbuffer_get_length(buf);
+
+	if (n > s->recv_window)
+		return -1;
+	s->recv_window -= n;
 	stream_arm(s, s->info.timeout);
 	s->ops->on_data(s->arg, buf);
+	return 0;
 }
 
 void

@@ -34,8 +34,9 @@ struct stream_ops {
 	void	(*on_end)(void *arg);
 	/* Terminal: failed with this status (502, 503, 504). */
 	void	(*on_fail)(void *arg, int status, const char *why);
-	/* The stream got a connection: the front may read more body. */
-	void	(*on_attached)(void *arg);
+	/* The stream got a connection, or credit to send body: the front may
+	 * read more of the client's body. */
+	void	(*on_writable)(void *arg);
 };
 
 struct stream_info {
@@ -56,6 +57,12 @@ void		 stream_submit(struct stream *, struct handle *);
 void		 stream_body(struct stream *, const char *p, size_t n);
 void		 stream_body_end(struct stream *);
 int		 stream_is_attached(const struct stream *);
+/* Can the stream take more body now (attached, with credit, nothing
+ * held back)?  When not, the front stops reading the client. */
+int		 stream_can_take_body(const struct stream *);
+/* The front has passed n response bytes on to the client: credit them
+ * back to the replica (flow control). */
+void		 stream_consumed(struct stream *, size_t n);
 /* The replica's id once attached, else NULL. */
 const char	*stream_replica(const struct stream *);
 /* The client went away or the front gave up: cancel and free. */
@@ -72,7 +79,10 @@ int		 stream_encode(struct stream *, uint32_t id, struct evbuffer *out);
 void		 stream_flush_pending(struct stream *);
 void		 stream_on_response(struct stream *, int status,
 		    const struct wire_field *, unsigned nfields, int end);
-void		 stream_on_data(struct stream *, struct evbuffer *);
+/* Response body; -1 if the replica sent more than its credit. */
+int		 stream_on_data(struct stream *, struct evbuffer *);
+/* WINDOW from the replica: more credit for the request body. */
+void		 stream_on_window(struct stream *, uint32_t);
 /* Terminal events from the upstream: the stream is detached already. */
 void		 stream_on_end(struct stream *);
 void		 stream_on_fail(struct stream *, int status, const char *why);

@@ -1,5 +1,9 @@
 /*
  * supervise.c -- spawned replica processes (see supervise.h).
+ *
+ * A child is keyed by its registry endpoint (its socket).  The registry
+ * gives a spawn deployment new sockets when its command changes, so a
+ * child never changes command: it is kept, or retired and replaced.
  */
 #include <errno.h>
 #include <signal.h>
@@ -22,32 +26,51 @@
 #define RESTART_MIN_MS		100
 #define RESTART_MAX_MS		5000
 #define HEALTHY_AFTER_SEC	10	/* up this long: backoff starts over */
+#define DRAIN_TICK_MS		100
+#define TERM_GRACE_SEC		5	/* after SIGTERM, before SIGKILL */
 
 extern char **environ;
 
 struct child {
 	struct supervise *sv;
-	const struct conf_deployment *cd;
 	struct reg_endpoint *ep;
-	pid_t		 pid;
+	char		*deployment;
+	char		**argv;		/* a copy: the conf may go away */
 	char		**envp;		/* built before fork: no malloc after */
+	unsigned	 nenv;		/* ours at the end of envp */
+	pid_t		 pid;
 	struct event	*restart;
 	unsigned	 backoff_ms;
 	time_t		 started;
+	int		 wanted;	/* scratch for supervise_apply */
+	unsigned	 retired;	/* reload generation, 0: in service */
+	int		 draining;
+	double		 deadline;	/* SIGTERM by then */
+	double		 kill_at;	/* SIGTERM sent: SIGKILL by then */
+	struct child	*next;
 };
 
 struct supervise {
 	struct event_base *base;
-	const struct conf *conf;
 	struct registry	*reg;
 	struct child	*children;
-	unsigned	 nchildren;
 	struct event	*sigchld;
+	struct event	*drain_ev;
 	int		 stopping;
 };
 
 static void	supervise_restart_cb(evutil_socket_t, short, void *);
 static void	supervise_sigchld_cb(evutil_socket_t, short, void *);
+static void	supervise_drain_cb(evutil_socket_t, short, void *);
+
+static double
+supervise_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
 
 static const char *
 child_sock(const struct child *c)
@@ -55,9 +78,40 @@ child_sock(const struct child *c)
 	return c->ep->addr.text + 5;	/* "unix:/path" */
 }
 
+static void
+strv_free(char **v, unsigned from)
+{
+	unsigned i;
+
+	if (v == NULL)
+		return;
+	for (i = from; v[i] != NULL; i++)
+		free(v[i]);
+	free(v);
+}
+
+static char **
+strv_copy(char *const *v)
+{
+	size_t i, n = 0;
+	char **out;
+
+	while (v[n] != NULL)
+		n++;
+	if ((out = calloc(n + 1, sizeof(*out))) == NULL)
+		return NULL;
+	for (i = 0; i < n; i++) {
+		if ((out[i] = strdup(v[i])) == NULL) {
+			strv_free(out, 0);
+			return NULL;
+		}
+	}
+	return out;
+}
+
 /* Our environment plus the three variables that tell a replica who it is. */
 static char **
-child_envp(const struct child *c)
+child_envp(struct child *c)
 {
 	size_t i, n = 0;
 	char **envp;
@@ -68,60 +122,117 @@ child_envp(const struct child *c)
 		return NULL;
 	for (i = 0; i < n; i++)
 		envp[i] = environ[i];
-	if (asprintf(&envp[n], "INGRESSD_LISTEN=%s", c->ep->addr.text) == -1 ||
-	    asprintf(&envp[n + 1], "INGRESSD_REPLICA_ID=%s", c->ep->id) == -1 ||
-	    asprintf(&envp[n + 2], "INGRESSD_DEPLOYMENT=%s", c->cd->name) == -1)
-		return NULL;	/* a few bytes lost on a path that exits */
+	c->nenv = (unsigned)n;
+	if (asprintf(&envp[n], "INGRESSD_LISTEN=%s", c->ep->addr.text) == -1)
+		envp[n] = NULL;
+	else if (asprintf(&envp[n + 1], "INGRESSD_REPLICA_ID=%s",
+	    c->ep->id) == -1)
+		envp[n + 1] = NULL;
+	else if (asprintf(&envp[n + 2], "INGRESSD_DEPLOYMENT=%s",
+	    c->deployment) == -1)
+		envp[n + 2] = NULL;
+	if (envp[n + 2] == NULL) {
+		strv_free(envp, c->nenv);
+		return NULL;
+	}
 	return envp;
 }
 
+static void
+child_free(struct child *c)
+{
+	if (c->restart != NULL)
+		event_free(c->restart);
+	strv_free(c->envp, c->nenv);
+	strv_free(c->argv, 0);
+	free(c->deployment);
+	free(c);
+}
+
+static struct child *
+child_new(struct supervise *sv, struct reg_endpoint *ep,
+    const struct conf_deployment *cd)
+{
+	struct child *c;
+
+	if ((c = calloc(1, sizeof(*c))) == NULL)
+		return NULL;
+	c->sv = sv;
+	c->ep = ep;
+	c->deployment = strdup(cd->name);
+	c->argv = strv_copy(cd->command);
+	c->restart = evtimer_new(sv->base, supervise_restart_cb, c);
+	if (c->deployment == NULL || c->argv == NULL || c->restart == NULL ||
+	    (c->envp = child_envp(c)) == NULL) {
+		child_free(c);
+		return NULL;
+	}
+	return c;
+}
+
 struct supervise *
-supervise_new(struct event_base *base, const struct conf *conf,
-    struct registry *reg, char *err, size_t errlen)
+supervise_new(struct event_base *base, struct registry *reg)
 {
 	struct supervise *sv;
-	struct reg_deployment *d;
-	unsigned i, j, n = 0;
 
 	if ((sv = calloc(1, sizeof(*sv))) == NULL)
 		return NULL;
 	sv->base = base;
-	sv->conf = conf;
 	sv->reg = reg;
-	for (i = 0; i < conf->ndeployments; i++) {
-		if (conf->deployments[i].source == CONF_SPAWN)
-			n += conf->deployments[i].replicas;
-	}
-	sv->children = calloc(n ? n : 1, sizeof(*sv->children));
 	sv->sigchld = evsignal_new(base, SIGCHLD, supervise_sigchld_cb, sv);
-	if (sv->children == NULL || sv->sigchld == NULL) {
-		snprintf(err, errlen, "out of memory");
+	sv->drain_ev = event_new(base, -1, EV_PERSIST, supervise_drain_cb, sv);
+	if (sv->sigchld == NULL || sv->drain_ev == NULL) {
 		supervise_free(sv);
 		return NULL;
 	}
 	evsignal_add(sv->sigchld, NULL);
-	for (i = 0; i < conf->ndeployments; i++) {
-		const struct conf_deployment *cd = &conf->deployments[i];
-
-		if (cd->source != CONF_SPAWN)
-			continue;
-		d = registry_deployment(reg, i);
-		for (j = 0; j < cd->replicas; j++) {
-			struct child *c = &sv->children[sv->nchildren++];
-
-			c->sv = sv;
-			c->cd = cd;
-			c->ep = reg_deployment_endpoint(d, j);
-			c->envp = child_envp(c);
-			c->restart = evtimer_new(base, supervise_restart_cb, c);
-			if (c->envp == NULL || c->restart == NULL) {
-				snprintf(err, errlen, "out of memory");
-				supervise_free(sv);
-				return NULL;
-			}
-		}
-	}
 	return sv;
+}
+
+/* Found the way execvpe() will look: a path as is, a name in $PATH. */
+static int
+supervise_find_command(const char *cmd)
+{
+	const char *path = getenv("PATH"), *p, *end;
+	char full[4096];
+	size_t len;
+
+	if (strchr(cmd, '/') != NULL)
+		return access(cmd, X_OK);
+	if (path == NULL)
+		path = "/usr/local/bin:/usr/bin:/bin";
+	for (p = path; ; p = end + 1) {
+		end = strchr(p, ':');
+		len = end != NULL ? (size_t)(end - p) : strlen(p);
+		if (snprintf(full, sizeof(full), "%.*s/%s", (int)len,
+		    len ? p : ".", cmd) < (int)sizeof(full) &&
+		    access(full, X_OK) == 0)
+			return 0;
+		if (end == NULL)
+			break;
+	}
+	errno = ENOENT;
+	return -1;
+}
+
+int
+supervise_check(const struct conf *conf, char *err, size_t errlen)
+{
+	const struct conf_deployment *cd;
+	unsigned i;
+
+	for (i = 0; i < conf->ndeployments; i++) {
+		cd = &conf->deployments[i];
+		if (cd->source != CONF_SPAWN ||
+		    supervise_find_command(cd->command[0]) == 0)
+			continue;
+		snprintf(err, errlen, "%s: deployments.%s.spawn.command: %s: %s",
+		    conf->path, cd->name, cd->command[0],
+		    strchr(cd->command[0], '/') == NULL && errno == ENOENT ?
+		    "not found in $PATH" : strerror(errno));
+		return -1;
+	}
+	return 0;
 }
 
 /* In the child: nothing but async-signal-safe calls until exec. */
@@ -141,12 +252,13 @@ child_exec(const struct child *c, pid_t parent)
 	signal(SIGTERM, SIG_DFL);
 	signal(SIGINT, SIG_DFL);
 	signal(SIGHUP, SIG_DFL);
+	signal(SIGUSR1, SIG_DFL);
 	if ((fd = open("/dev/null", O_RDONLY)) != -1) {
 		dup2(fd, 0);
 		if (fd > 2)
 			close(fd);
 	}
-	execvpe(c->cd->command[0], c->cd->command, c->envp);
+	execvpe(c->argv[0], c->argv, c->envp);
 	_exit(127);
 }
 
@@ -170,27 +282,158 @@ supervise_spawn(struct child *c)
 	return 0;
 }
 
-int
-supervise_start(struct supervise *sv, char *err, size_t errlen)
+static struct child *
+supervise_child_of(struct supervise *sv, const struct reg_endpoint *ep)
 {
-	unsigned i;
+	struct child *c;
 
-	for (i = 0; i < sv->nchildren; i++) {
-		struct child *c = &sv->children[i];
-		const char *cmd = c->cd->command[0];
+	for (c = sv->children; c != NULL; c = c->next) {
+		if (c->ep == ep)
+			return c;
+	}
+	return NULL;
+}
 
-		if (strchr(cmd, '/') != NULL && access(cmd, X_OK) == -1) {
-			snprintf(err, errlen, "deployments.%s.spawn.command: "
-			    "%s: %s", c->cd->name, cmd, strerror(errno));
-			return -1;
-		}
-		if (supervise_spawn(c) == -1) {
-			snprintf(err, errlen, "replica %s: fork: %s", c->ep->id,
-			    strerror(errno));
-			return -1;
+static void
+supervise_unlink(struct supervise *sv, struct child *c)
+{
+	struct child **pp;
+
+	for (pp = &sv->children; *pp != NULL; pp = &(*pp)->next) {
+		if (*pp == c) {
+			*pp = c->next;
+			break;
 		}
 	}
+	unlink(child_sock(c));
+	child_free(c);
+}
+
+/* One endpoint the registry wants running. */
+static int
+supervise_want(struct supervise *sv, struct reg_endpoint *ep,
+    const struct conf_deployment *cd, char *err, size_t errlen)
+{
+	struct child *c;
+
+	if ((c = supervise_child_of(sv, ep)) != NULL) {
+		if (c->retired)
+			log_info("replica %s: back in service", ep->id);
+		c->wanted = 1;
+		c->retired = 0;
+		c->draining = 0;
+		c->kill_at = 0;
+		return 0;
+	}
+	if ((c = child_new(sv, ep, cd)) == NULL) {
+		snprintf(err, errlen, "replica %s: out of memory", ep->id);
+		return -1;
+	}
+	c->wanted = 1;
+	c->next = sv->children;
+	sv->children = c;
+	if (supervise_spawn(c) == -1) {
+		snprintf(err, errlen, "replica %s: fork: %s", ep->id,
+		    strerror(errno));
+		return -1;
+	}
 	return 0;
+}
+
+int
+supervise_apply(struct supervise *sv, const struct conf *conf, unsigned gen,
+    char *err, size_t errlen)
+{
+	const struct conf_deployment *cd;
+	struct reg_deployment *d;
+	struct child *c, *next;
+	unsigned i, j;
+
+	for (c = sv->children; c != NULL; c = c->next)
+		c->wanted = 0;
+	for (i = 0; (d = registry_deployment(sv->reg, i)) != NULL; i++) {
+		cd = conf_find_deployment(conf, reg_deployment_name(d));
+		if (cd == NULL || cd->source != CONF_SPAWN)
+			continue;
+		for (j = 0; j < reg_deployment_nendpoints(d); j++) {
+			if (supervise_want(sv, reg_deployment_endpoint(d, j), cd,
+			    err, errlen) == -1)
+				return -1;
+		}
+	}
+	for (c = sv->children; c != NULL; c = next) {
+		next = c->next;
+		if (c->wanted || c->retired)
+			continue;
+		c->retired = gen;
+		evtimer_del(c->restart);
+		if (c->pid == 0)
+			supervise_unlink(sv, c);	/* was waiting to restart */
+		else
+			log_info("replica %s: retired, draining", c->ep->id);
+	}
+	return 0;
+}
+
+void
+supervise_drain(struct supervise *sv, unsigned gen, double drain)
+{
+	struct timeval tv = { 0, DRAIN_TICK_MS * 1000 };
+	struct child *c;
+	int any = 0;
+
+	for (c = sv->children; c != NULL; c = c->next) {
+		if (c->retired == 0 || c->retired > gen || c->draining)
+			continue;
+		c->draining = 1;
+		c->deadline = supervise_now() + drain;
+		any = 1;
+	}
+	if (any)
+		evtimer_add(sv->drain_ev, &tv);
+}
+
+/* Retired children: SIGTERM once idle (or late), SIGKILL if it lingers. */
+static void
+supervise_drain_cb(evutil_socket_t fd, short ev, void *arg)
+{
+	struct supervise *sv = arg;
+	struct child *c;
+	double now = supervise_now();
+	int left = 0;
+
+	for (c = sv->children; c != NULL; c = c->next) {
+		if (!c->draining || c->pid == 0)
+			continue;
+		left = 1;
+		if (c->kill_at == 0 && (registry_in_flight(sv->reg, c->ep) == 0 ||
+		    now >= c->deadline)) {
+			if (now >= c->deadline)
+				log_warnx("replica %s: drain timeout, stopping "
+				    "it with %u request(s) in flight", c->ep->id,
+				    registry_in_flight(sv->reg, c->ep));
+			kill(c->pid, SIGTERM);
+			c->kill_at = now + TERM_GRACE_SEC;
+		} else if (c->kill_at != 0 && now >= c->kill_at) {
+			log_warnx("replica %s: pid %d did not stop, killing",
+			    c->ep->id, (int)c->pid);
+			kill(c->pid, SIGKILL);
+			c->kill_at = now + 3600;
+		}
+	}
+	if (!left)
+		evtimer_del(sv->drain_ev);
+}
+
+unsigned
+supervise_running(const struct supervise *sv)
+{
+	const struct child *c;
+	unsigned n = 0;
+
+	for (c = sv->children; c != NULL; c = c->next)
+		n += c->pid != 0 && c->retired == 0;
+	return n;
 }
 
 static void
@@ -199,7 +442,7 @@ supervise_restart_cb(evutil_socket_t fd, short ev, void *arg)
 	struct child *c = arg;
 	struct timeval retry = { 1, 0 };
 
-	if (c->sv->stopping || c->pid != 0)
+	if (c->sv->stopping || c->pid != 0 || c->retired)
 		return;
 	if (supervise_spawn(c) == 0)
 		atomic_fetch_add(&c->ep->restarts, 1);
@@ -210,11 +453,11 @@ supervise_restart_cb(evutil_socket_t fd, short ev, void *arg)
 static struct child *
 supervise_find(struct supervise *sv, pid_t pid)
 {
-	unsigned i;
+	struct child *c;
 
-	for (i = 0; i < sv->nchildren; i++) {
-		if (sv->children[i].pid == pid)
-			return &sv->children[i];
+	for (c = sv->children; c != NULL; c = c->next) {
+		if (c->pid == pid)
+			return c;
 	}
 	return NULL;
 }
@@ -224,12 +467,19 @@ supervise_exited(struct child *c, int status)
 {
 	struct timeval tv;
 
+	if (c->retired) {
+		log_info("replica %s: pid %d stopped (retired)", c->ep->id,
+		    (int)c->pid);
+		atomic_store(&c->ep->pid, 0);
+		supervise_unlink(c->sv, c);
+		return;
+	}
 	if (WIFSIGNALED(status))
 		log_warnx("replica %s: pid %d killed by signal %d", c->ep->id,
 		    (int)c->pid, WTERMSIG(status));
 	else if (WEXITSTATUS(status) == 127)
 		log_warnx("replica %s: pid %d: could not run %s", c->ep->id,
-		    (int)c->pid, c->cd->command[0]);
+		    (int)c->pid, c->argv[0]);
 	else
 		log_warnx("replica %s: pid %d exited with status %d", c->ep->id,
 		    (int)c->pid, WEXITSTATUS(status));
@@ -265,12 +515,11 @@ supervise_sigchld_cb(evutil_socket_t sig, short ev, void *arg)
 static unsigned
 supervise_alive(struct supervise *sv)
 {
-	unsigned i, n = 0;
+	struct child *c;
+	unsigned n = 0;
 	int status;
 
-	for (i = 0; i < sv->nchildren; i++) {
-		struct child *c = &sv->children[i];
-
+	for (c = sv->children; c != NULL; c = c->next) {
 		if (c->pid == 0)
 			continue;
 		if (waitpid(c->pid, &status, WNOHANG) == c->pid) {
@@ -287,18 +536,19 @@ void
 supervise_stop(struct supervise *sv, double grace)
 {
 	struct timespec pause = { 0, 10 * 1000 * 1000 };
-	unsigned i, rounds = (unsigned)(grace * 100);
+	unsigned rounds = (unsigned)(grace * 100);
+	struct child *c;
 
 	sv->stopping = 1;
-	for (i = 0; i < sv->nchildren; i++) {
-		if (sv->children[i].pid != 0)
-			kill(sv->children[i].pid, SIGTERM);
+	evtimer_del(sv->drain_ev);
+	for (c = sv->children; c != NULL; c = c->next) {
+		evtimer_del(c->restart);
+		if (c->pid != 0)
+			kill(c->pid, SIGTERM);
 	}
 	while (rounds-- > 0 && supervise_alive(sv) > 0)
 		nanosleep(&pause, NULL);
-	for (i = 0; i < sv->nchildren; i++) {
-		struct child *c = &sv->children[i];
-
+	for (c = sv->children; c != NULL; c = c->next) {
 		if (c->pid != 0) {
 			log_warnx("replica %s: pid %d did not stop, killing",
 			    c->ep->id, (int)c->pid);
@@ -313,27 +563,17 @@ supervise_stop(struct supervise *sv, double grace)
 void
 supervise_free(struct supervise *sv)
 {
-	unsigned i;
-	size_t n;
+	struct child *c, *next;
 
 	if (sv == NULL)
 		return;
-	for (i = 0; i < sv->nchildren; i++) {
-		struct child *c = &sv->children[i];
-
-		if (c->restart != NULL)
-			event_free(c->restart);
-		if (c->envp != NULL) {
-			for (n = 0; c->envp[n] != NULL; n++)
-				;
-			free(c->envp[n - 3]);
-			free(c->envp[n - 2]);
-			free(c->envp[n - 1]);
-			free(c->envp);
-		}
+	for (c = sv->children; c != NULL; c = next) {
+		next = c->next;
+		child_free(c);
 	}
 	if (sv->sigchld != NULL)
 		event_free(sv->sigchld);
-	free(sv->children);
+	if (sv->drain_ev != NULL)
+		event_free(sv->drain_ev);
 	free(sv);
 }

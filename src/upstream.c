@@ -530,6 +530,15 @@ upstream_send_end(struct upstream *up, uint32_t id)
 }
 
 void
+upstream_send_window(struct upstream *up, uint32_t id, uint32_t n)
+{
+	uint8_t frame[WIRE_HEADER_SIZE + 4];
+
+	wire_encode_window(frame, id, n);
+	bufferevent_write(up->bev, frame, sizeof(frame));
+}
+
+void
 upstream_cancel(struct upstream *up, struct stream *s)
 {
 	uint8_t frame[WIRE_HEADER_SIZE + 4];
@@ -685,6 +694,7 @@ static void
 upstream_on_frame(struct upstream *up, const struct wire_frame *f)
 {
 	struct stream *s = NULL;
+	uint32_t incr;
 
 	up->rx = 1;
 	switch (f->type) {
@@ -701,7 +711,10 @@ upstream_on_frame(struct upstream *up, const struct wire_frame *f)
 		upstream_on_goaway(up);
 		return;
 	case WIRE_WINDOW:
-		return;		/* v1: flow control is not used yet */
+		if (f->stream != 0 && (s = upstream_lookup(up, f->stream)) != NULL &&
+		    wire_decode_window(f, &incr) == WIRE_OK)
+			stream_on_window(s, incr);
+		return;		/* stream 0: reserved in v1 */
 	case WIRE_ERROR:
 		if (f->stream == 0) {
 			upstream_on_conn_error(up, f);
@@ -747,7 +760,12 @@ upstream_on_data(struct upstream *up, const struct wire_frame *f,
 		return;
 	}
 	evbuffer_remove_buffer(in, up->scratch, f->length);
-	stream_on_data(s, up->scratch);
+	if (stream_on_data(s, up->scratch) == -1) {
+		evbuffer_drain(up->scratch, evbuffer_get_length(up->scratch));
+		upstream_protocol_error(up, "DATA beyond the stream's credit",
+		    WIRE_E_LIMIT);
+		return;
+	}
 	evbuffer_drain(up->scratch, evbuffer_get_length(up->scratch));
 	if (f->flags & WIRE_FLAG_END && upstream_lookup(up, f->stream) == s) {
 		upstream_detach(up, f->stream);

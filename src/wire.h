@@ -66,6 +66,16 @@ enum wire_type {
 };
 #define WIRE_TYPE_MAX	WIRE_WINDOW
 
+/*
+ * Flow control (per stream, each direction on its own).  A stream starts
+ * with WIRE_INITIAL_WINDOW bytes of credit each way: a sender must not send
+ * more DATA payload on a stream than the credit it holds, and a receiver
+ * grants more with WINDOW(stream, n) as it consumes what it got (typically
+ * once it has consumed half the window).  DATA beyond the credit is a
+ * protocol error.  WINDOW on stream 0 is reserved (ignored) in version 1.
+ */
+#define WIRE_INITIAL_WINDOW	(256u << 10)
+
 /* Flags. */
 #define WIRE_FLAG_END	0x01	/* on REQUEST/RESPONSE/DATA: same as a
 				 * following END frame */

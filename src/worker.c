@@ -1,5 +1,19 @@
 /*
  * worker.c -- one thread, one event_base (see worker.h).
+ *
+ * Snapshot lifetimes.  front.c keeps pointers into the snapshot a request
+ * was routed with (its route prefix and deployment name) until the request
+ * is logged, and nothing tells us when a request starts.  What we do see
+ * is every client connection open and close, and a request never outlives
+ * its connection.  So each worker keeps a list of generations: a snapshot
+ * and a count of connections charged to it.  A new connection is charged
+ * to the current generation; a closing one is taken off the newest
+ * generation that still has connections (we cannot tell which it was).
+ * That errs on the safe side: the count of every generation and all older
+ * ones is never below the true number of their connections still open, so
+ * when an old generation's count reaches zero none of its connections, and
+ * none of its requests, remain.  Connections that stay open for long keep
+ * an old snapshot (a few kilobytes) alive that long.
  */
 #include <pthread.h>
 #include <stdatomic.h>
@@ -11,14 +25,30 @@
 #include <event2/event.h>
 #include <event2/listener.h>
 
+#include "accesslog.h"
 #include "conf.h"
 #include "front.h"
 #include "handle.h"
 #include "log.h"
+#include "metrics.h"
+#include "route.h"
 #include "upstream.h"
 #include "worker.h"
 
 #define WORKER_MAX_LISTENERS	16
+#define WORKER_TICK_MS		250	/* access log flush, gauges, sweeps */
+#define WORKER_DRAIN_TICK_MS	50
+
+struct worker_snap {
+	_Atomic unsigned refs;
+	struct conf	*conf;
+	struct route_table *routes;
+};
+
+struct worker_gen {
+	struct worker_snap *snap;
+	unsigned	 nconns;	/* see the comment at the top */
+};
 
 struct worker_msg {
 	void		(*fn)(struct worker *, void *);
@@ -28,9 +58,10 @@ struct worker_msg {
 
 struct worker {
 	unsigned	 id;
-	const struct conf *conf;
+	struct worker_snap *snap;	/* current: gens[ngens - 1].snap */
+	struct worker_gen *gens;	/* oldest first */
+	unsigned	 ngens;
 	struct registry	*reg;
-	const struct route_table *routes;
 	struct event_base *base;
 	pthread_t	 thread;
 	int		 started;
@@ -44,6 +75,12 @@ struct worker {
 	uint32_t	 rid_prefix;
 	uint64_t	 rid_counter;
 	struct event	*paused;	/* accept paused after EMFILE */
+	struct event	*tick;
+	struct handle	**orphans;	/* detached, waiting to be idle */
+	unsigned	 norphans;
+	struct event	*drain_ev;
+	_Atomic int	 busy;		/* -1: not draining */
+	_Atomic unsigned beats;
 
 	pthread_mutex_t	 inbox_lock;
 	struct worker_msg *inbox;
@@ -54,19 +91,107 @@ struct worker {
 static _Atomic unsigned worker_nconns;
 
 static void	worker_inbox_cb(evutil_socket_t, short, void *);
+static void	worker_tick_cb(evutil_socket_t, short, void *);
+static void	worker_drain_cb(evutil_socket_t, short, void *);
+
+/* Snapshots ------------------------------------------------------------ */
+
+struct worker_snap *
+worker_snap_new(struct conf *conf, struct route_table *routes)
+{
+	struct worker_snap *s;
+
+	if ((s = calloc(1, sizeof(*s))) == NULL)
+		return NULL;
+	atomic_init(&s->refs, 1);
+	s->conf = conf;
+	s->routes = routes;
+	return s;
+}
+
+void
+worker_snap_ref(struct worker_snap *s)
+{
+	atomic_fetch_add(&s->refs, 1);
+}
+
+void
+worker_snap_unref(struct worker_snap *s)
+{
+	if (s == NULL || atomic_fetch_sub(&s->refs, 1) != 1)
+		return;
+	route_table_free(s->routes);
+	conf_free(s->conf);
+	free(s);
+}
+
+const struct conf *
+worker_snap_conf(const struct worker_snap *s)
+{
+	return s->conf;
+}
+
+/* Drop the oldest generations nobody can use any more. */
+static void
+worker_retire_gens(struct worker *w)
+{
+	unsigned n = 0, i;
+
+	while (n + 1 < w->ngens && w->gens[n].nconns == 0)
+		worker_snap_unref(w->gens[n++].snap);
+	if (n == 0)
+		return;
+	for (i = n; i < w->ngens; i++)
+		w->gens[i - n] = w->gens[i];
+	w->ngens -= n;
+}
+
+/* Takes a reference; -1 only when out of memory. */
+static int
+worker_push_gen(struct worker *w, struct worker_snap *snap)
+{
+	struct worker_gen *g;
+
+	if ((g = realloc(w->gens, (w->ngens + 1) * sizeof(*g))) == NULL)
+		return -1;
+	w->gens = g;
+	worker_snap_ref(snap);
+	g[w->ngens].snap = snap;
+	g[w->ngens++].nconns = 0;
+	w->snap = snap;
+	return 0;
+}
+
+void
+worker_switch(struct worker *w, struct worker_snap *snap)
+{
+	if (snap == w->snap)
+		return;
+	if (worker_push_gen(w, snap) == -1) {
+		log_warnx("worker %u: out of memory: configuration not "
+		    "switched", w->id);
+		return;
+	}
+	worker_retire_gens(w);
+}
+
+/* Worker life ---------------------------------------------------------- */
 
 struct worker *
-worker_new(unsigned id, const struct conf *conf, struct registry *reg,
-    const struct route_table *routes)
+worker_new(unsigned id, struct worker_snap *snap, struct registry *reg)
 {
+	struct timeval tick = { 0, WORKER_TICK_MS * 1000 };
 	struct worker *w;
 
 	if ((w = calloc(1, sizeof(*w))) == NULL)
 		return NULL;
 	w->id = id;
-	w->conf = conf;
 	w->reg = reg;
-	w->routes = routes;
+	atomic_init(&w->busy, -1);
+	if (worker_push_gen(w, snap) == -1) {
+		free(w);
+		return NULL;
+	}
 	pthread_mutex_init(&w->inbox_lock, NULL);
 	if (getrandom(&w->rid_prefix, sizeof(w->rid_prefix), 0) !=
 	    sizeof(w->rid_prefix))
@@ -74,13 +199,30 @@ worker_new(unsigned id, const struct conf *conf, struct registry *reg,
 	w->rng = w->rid_prefix | 1;
 	w->base = event_base_new();
 	w->handles = handle_table_new();
-	if (w->base != NULL)
+	if (w->base != NULL) {
 		w->inbox_ev = event_new(w->base, -1, 0, worker_inbox_cb, w);
-	if (w->base == NULL || w->handles == NULL || w->inbox_ev == NULL) {
+		w->tick = event_new(w->base, -1, EV_PERSIST, worker_tick_cb, w);
+	}
+	if (w->base == NULL || w->handles == NULL || w->inbox_ev == NULL ||
+	    w->tick == NULL) {
 		worker_free(w);
 		return NULL;
 	}
+	evtimer_add(w->tick, &tick);
 	return w;
+}
+
+/* Messages nobody will run (the worker stopped first). */
+static void
+worker_free_inbox(struct worker *w)
+{
+	struct worker_msg *m, *next;
+
+	for (m = w->inbox; m != NULL; m = next) {
+		next = m->next;
+		free(m);
+	}
+	w->inbox = NULL;
 }
 
 void
@@ -95,15 +237,27 @@ worker_free(struct worker *w)
 	/* Clients first (they cancel their streams), then handles (they
 	 * unwatch upstreams), then the upstreams. */
 	front_free_all(w);
+	accesslog_flush(w);
+	for (i = 0; i < w->norphans; i++)
+		handle_release(w->orphans[i]);
+	free(w->orphans);
 	handle_table_free(w->handles);
 	upstream_pool_free(w);
 	if (w->inbox_ev != NULL)
 		event_free(w->inbox_ev);
 	if (w->paused != NULL)
 		event_free(w->paused);
+	if (w->tick != NULL)
+		event_free(w->tick);
+	if (w->drain_ev != NULL)
+		event_free(w->drain_ev);
 	if (w->base != NULL)
 		event_base_free(w->base);
+	worker_free_inbox(w);
 	pthread_mutex_destroy(&w->inbox_lock);
+	for (i = 0; i < w->ngens; i++)
+		worker_snap_unref(w->gens[i].snap);
+	free(w->gens);
 	free(w);
 }
 
@@ -247,7 +401,7 @@ worker_base(const struct worker *w)
 const struct conf *
 worker_conf(const struct worker *w)
 {
-	return w->conf;
+	return w->snap->conf;
 }
 
 struct registry *
@@ -259,7 +413,7 @@ worker_registry(const struct worker *w)
 const struct route_table *
 worker_routes(const struct worker *w)
 {
-	return w->routes;
+	return w->snap->routes;
 }
 
 struct handle_table *
@@ -299,16 +453,136 @@ worker_conn_open(struct worker *w)
 	unsigned n = atomic_fetch_add_explicit(&worker_nconns, 1,
 	    memory_order_relaxed);
 
-	if (n >= w->conf->limits.max_connections) {
+	if (n >= w->snap->conf->limits.max_connections) {
 		atomic_fetch_sub_explicit(&worker_nconns, 1,
 		    memory_order_relaxed);
 		return -1;
 	}
+	w->gens[w->ngens - 1].nconns++;
+	metrics_conn_opened(w);
 	return 0;
 }
 
 void
 worker_conn_close(struct worker *w)
 {
+	unsigned i = w->ngens;
+
 	atomic_fetch_sub_explicit(&worker_nconns, 1, memory_order_relaxed);
+	while (i > 0 && w->gens[i - 1].nconns == 0)
+		i--;
+	if (i > 0)
+		w->gens[i - 1].nconns--;
+	worker_retire_gens(w);
+}
+
+unsigned
+worker_conns(void)
+{
+	return atomic_load_explicit(&worker_nconns, memory_order_relaxed);
+}
+
+/* Removed deployments -------------------------------------------------- */
+
+void
+worker_forget(struct worker *w, const char *name)
+{
+	struct handle *h, **no;
+
+	if ((h = handle_detach(w, name)) == NULL)
+		return;
+	metrics_handle_evicted(w);
+	if (handle_is_idle(h)) {
+		handle_release(h);
+		return;
+	}
+	if ((no = realloc(w->orphans, (w->norphans + 1) * sizeof(*no))) ==
+	    NULL) {
+		/* Leak it rather than free what streams still use. */
+		log_warnx("worker %u: out of memory", w->id);
+		return;
+	}
+	w->orphans = no;
+	w->orphans[w->norphans++] = h;
+}
+
+static void
+worker_sweep_orphans(struct worker *w)
+{
+	unsigned i = 0;
+
+	while (i < w->norphans) {
+		if (!handle_is_idle(w->orphans[i])) {
+			i++;
+			continue;
+		}
+		handle_release(w->orphans[i]);
+		w->orphans[i] = w->orphans[--w->norphans];
+	}
+}
+
+static void
+worker_tick_cb(evutil_socket_t fd, short ev, void *arg)
+{
+	struct worker *w = arg;
+
+	accesslog_flush(w);
+	handle_table_publish(w);
+	if (w->norphans > 0)
+		worker_sweep_orphans(w);
+}
+
+/* Graceful stop -------------------------------------------------------- */
+
+static void
+worker_drain_cb(evutil_socket_t fd, short ev, void *arg)
+{
+	struct worker *w = arg;
+
+	atomic_store(&w->busy, (int)front_drain_all(w));
+}
+
+void
+worker_drain(struct worker *w)
+{
+	struct timeval tv = { 0, WORKER_DRAIN_TICK_MS * 1000 };
+	unsigned i;
+
+	/* Closing the sockets (not only disabling them) makes the kernel
+	 * refuse new connections instead of queueing them for nobody. */
+	for (i = 0; i < w->nlisteners; i++)
+		evconnlistener_free(w->listeners[i]);
+	w->nlisteners = 0;
+	if (w->paused != NULL)
+		evtimer_del(w->paused);
+	atomic_store(&w->busy, (int)front_drain_all(w));
+	if (w->drain_ev == NULL)
+		w->drain_ev = event_new(w->base, -1, EV_PERSIST,
+		    worker_drain_cb, w);
+	if (w->drain_ev != NULL)
+		evtimer_add(w->drain_ev, &tv);
+}
+
+int
+worker_busy(const struct worker *w)
+{
+	return atomic_load_explicit(&w->busy, memory_order_relaxed);
+}
+
+static void
+worker_beat_cb(struct worker *w, void *arg)
+{
+	atomic_fetch_add(&w->beats, 1);
+}
+
+void
+worker_beat(struct worker *w)
+{
+	worker_post(w, worker_beat_cb, NULL);
+}
+
+unsigned
+worker_beats(const struct worker *w)
+{
+	return atomic_load_explicit(&w->beats, memory_order_relaxed);
 }

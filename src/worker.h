@@ -2,6 +2,13 @@
  * worker.h -- one thread with its own event_base, listeners, handles and
  * replica connections.  Workers share nothing on the hot path: the registry
  * (read at resolve time) and the immutable conf are all they see of the rest.
+ *
+ * The conf and its route table travel together as a snapshot with a
+ * reference count.  A reload posts a new snapshot to each worker, which
+ * switches between two events; a request that started before keeps
+ * pointers into the old one (its route and deployment names), so a worker
+ * holds the old snapshot until every client connection it had at the
+ * switch has closed (see worker.c).
  */
 #ifndef INGRESSD_WORKER_H
 #define INGRESSD_WORKER_H
@@ -15,8 +22,17 @@ struct registry;
 struct route_table;
 struct worker;
 
-struct worker	*worker_new(unsigned id, const struct conf *,
-		    struct registry *, const struct route_table *);
+struct worker_snap;
+
+/* Takes conf and routes (freed with the last reference); one reference. */
+struct worker_snap *worker_snap_new(struct conf *, struct route_table *);
+void		 worker_snap_ref(struct worker_snap *);
+void		 worker_snap_unref(struct worker_snap *);
+const struct conf *worker_snap_conf(const struct worker_snap *);
+
+/* Takes a reference to snap. */
+struct worker	*worker_new(unsigned id, struct worker_snap *,
+		    struct registry *);
 void		 worker_free(struct worker *);
 /* Listen on fd (already bound); admin: the admin listener. */
 int		 worker_add_listener(struct worker *, int fd, int admin);
@@ -27,6 +43,23 @@ void		 worker_join(struct worker *);
 /* Schedule fn(worker, arg) on the worker's own thread. */
 void		 worker_post(struct worker *, void (*)(struct worker *, void *),
 		    void *arg);
+
+/* On the worker's thread: new requests use snap from now on. */
+void		 worker_switch(struct worker *, struct worker_snap *);
+/* On the worker's thread: a removed deployment's handle leaves the table
+ * and is freed once nothing uses it. */
+void		 worker_forget(struct worker *, const char *name);
+/* On the worker's thread: stop accepting, close idle client connections,
+ * close busy ones after their response. */
+void		 worker_drain(struct worker *);
+/* Any thread: connections still busy after worker_drain(), or -1 before. */
+int		 worker_busy(const struct worker *);
+/* Any thread: post a no-op that counts; worker_beats() tells whether the
+ * worker's loop is turning (the systemd watchdog). */
+void		 worker_beat(struct worker *);
+unsigned	 worker_beats(const struct worker *);
+/* Client connections open across all workers. */
+unsigned	 worker_conns(void);
 
 unsigned	 worker_id(const struct worker *);
 struct event_base *worker_base(const struct worker *);

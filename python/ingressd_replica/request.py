@@ -12,6 +12,8 @@ import collections
 import json
 from urllib.parse import parse_qsl
 
+from .wire import INITIAL_WINDOW, encode_window
+
 
 class Headers(object):
 	"""Request header fields in arrival order, looked up in any case.
@@ -82,26 +84,23 @@ class HTTPError(Exception):
 		self.headers = headers
 
 
-# Unread request body bytes per connection: pause reading above HIGH,
-# resume below LOW (the C library does the same for its output).
-BODY_HIGH = 8 << 20
-BODY_LOW = 1 << 20
-
-
 class Request(object):
 	"""One request.  Attributes: method, target (path?query), path, query
 	("" if none), headers (Headers), deployment, request_id, deadline_ms
-	(0: none), stream (the wire stream id), replica_id, conn_pings (PINGs
-	seen on the connection before this request).  cancelled is true once
+	(0: none), stream (the wire stream id), replica (the Replica: its
+	replica_id, deployment...), replica_id, conn_pings (PINGs seen on the
+	connection before this request).  cancelled is true once
 	ingressd abandoned the stream (a sync handler may poll it)."""
 
 	__slots__ = ("method", "target", "path", "query", "headers",
-	    "deployment", "request_id", "deadline_ms", "stream", "replica_id",
+	    "deployment", "request_id", "deadline_ms", "stream", "replica",
+	    "replica_id",
 	    "conn_pings", "cancelled", "_conn", "_chunks", "_in_done",
 	    "_waiter", "_data", "_args", "_task", "_out_head", "_out_done",
-	    "_body_len")
+	    "_body_len", "_recv_credit", "_unacked", "_send_credit",
+	    "_credit_waiter")
 
-	def __init__(self, conn, stream, head, replica_id, conn_pings):
+	def __init__(self, conn, stream, head, replica, conn_pings):
 		target = head.target.decode("latin-1")
 		path, _, query = target.partition("?")
 		self.method = head.method.decode("latin-1")
@@ -114,7 +113,8 @@ class Request(object):
 		self.request_id = head.request_id.decode("latin-1")
 		self.deadline_ms = head.deadline_ms
 		self.stream = stream
-		self.replica_id = replica_id
+		self.replica = replica
+		self.replica_id = replica.replica_id
 		self.conn_pings = conn_pings
 		self.cancelled = False
 		self._conn = conn
@@ -127,6 +127,10 @@ class Request(object):
 		self._out_head = False
 		self._out_done = False
 		self._body_len = 0
+		self._recv_credit = INITIAL_WINDOW	# DATA ingressd may send
+		self._unacked = 0		# consumed, not yet granted back
+		self._send_credit = INITIAL_WINDOW	# DATA we may send
+		self._credit_waiter = None
 
 	def __repr__(self):
 		return "<Request %d %s %s>" % (self.stream, self.method,
@@ -186,8 +190,18 @@ class Request(object):
 			finally:
 				self._waiter = None
 		chunk = self._chunks.popleft()
-		self._conn.body_consumed(len(chunk))
+		self._consumed(len(chunk))
 		return chunk
+
+	def _consumed(self, n):
+		"""Credit consumed body bytes back to ingressd, half a window
+		at a time, while more body may come."""
+		self._unacked += n
+		if self._unacked >= INITIAL_WINDOW // 2 and not self._in_done:
+			self._conn.write(encode_window(self.stream,
+			    self._unacked))
+			self._recv_credit += self._unacked
+			self._unacked = 0
 
 	# Fed by the connection.
 
@@ -197,21 +211,39 @@ class Request(object):
 			w.set_result(None)
 
 	def _feed(self, data):
-		self._body_len += len(data)
+		"""DATA from ingressd, which must hold the credit for it."""
+		n = len(data)
+		if n > self._recv_credit:
+			return False
+		self._recv_credit -= n
+		self._body_len += n
 		if self._out_done or self.cancelled:
-			return		# the handler is gone: drop it
+			self._consumed(n)	# the handler is gone: drop it
+			return True
 		self._chunks.append(data)
-		self._conn.body_buffered(len(data))
 		self._wake()
+		return True
 
 	def _end(self):
 		self._in_done = True
 		self._wake()
 
 	def _discard(self):
-		"""The handler is done: unread body bytes no longer count."""
-		n = sum(len(c) for c in self._chunks)
+		"""The handler is done: unread body bytes are dropped."""
 		self._chunks.clear()
-		if n:
-			self._conn.body_consumed(n)
+
+	def _add_credit(self, n):
+		"""WINDOW from ingressd: more response DATA may go."""
+		self._send_credit += n
+		w = self._credit_waiter
+		if w is not None and not w.done():
+			w.set_result(None)
+
+	async def _wait_credit(self):
+		while self._send_credit <= 0:
+			self._credit_waiter = self._conn.loop.create_future()
+			try:
+				await self._credit_waiter
+			finally:
+				self._credit_waiter = None
 

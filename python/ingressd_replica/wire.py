@@ -25,6 +25,9 @@ MAX_DATA = 256 << 10		# encoders split DATA at this
 MAX_FIELDS = 256		# headers in REQUEST/RESPONSE
 MAX_NAME = 255			# deployment, replica id, header name
 MAX_TEXT = 4096			# ERROR and GOAWAY text
+# Per-stream flow control, each direction on its own: a stream starts with
+# this much DATA credit; the receiver grants more with WINDOW(stream, n).
+INITIAL_WINDOW = 256 << 10
 _STR8_MAX = 0xff
 _STR16_MAX = 0xffff
 
@@ -50,6 +53,7 @@ _HDR = struct.Struct(">IBBHI")
 _U16 = struct.Struct(">H")
 _U32 = struct.Struct(">I")
 _HELLO_FIXED = struct.Struct(">HHI")
+_FIELD_HEAD = struct.Struct(">B")
 
 _STREAM_REQUIRED = frozenset((REQUEST, RESPONSE, DATA, END, CANCEL))
 _STREAM_OPTIONAL = frozenset((ERROR, WINDOW))
@@ -201,13 +205,37 @@ class _Cur(object):
 		return bytes(self.b[i:i + ln])
 
 	def fields(self):
-		n = self.u16()
-		if n > MAX_FIELDS:
+		"""nfields x (str8 name, str16 value): cur_str's checks and
+		order, inlined because every request pays for it.  A name can
+		never be over MAX_NAME (255), the most a u8 says."""
+		b, i, n = self.b, self.i, self.n
+		if n - i < 2:
+			raise WireError("E_SHORT")
+		count = (b[i] << 8) | b[i + 1]
+		i += 2
+		if count > MAX_FIELDS:
 			raise WireError("E_LIMIT")
 		out = []
-		for _ in range(n):
-			name = self.string(False, MAX_NAME, True)
-			out.append((name, self.string(True, _STR16_MAX, False)))
+		for _ in range(count):
+			if i >= n:
+				raise WireError("E_SHORT")
+			ln = b[i]
+			i += 1
+			if n - i < ln:
+				raise WireError("E_SHORT")
+			if ln == 0:
+				raise WireError("E_EMPTY")
+			name = b[i:i + ln]
+			i += ln
+			if n - i < 2:
+				raise WireError("E_SHORT")
+			lv = (b[i] << 8) | b[i + 1]
+			i += 2
+			if n - i < lv:
+				raise WireError("E_SHORT")
+			out.append((bytes(name), bytes(b[i:i + lv])))
+			i += lv
+		self.i = i
 		return out
 
 	def done(self):
@@ -357,15 +385,23 @@ def _str(s, wide, limit, nonempty, what):
 
 
 def _fields(fields):
-	fields = list(fields)
 	if len(fields) > MAX_FIELDS:
 		raise ValueError("%d header fields, at most %d" % (len(fields),
 		    MAX_FIELDS))
 	parts = [_U16.pack(len(fields))]
 	for name, value in fields:
-		parts.append(_str(name, False, MAX_NAME, True, "header name"))
-		parts.append(_str(value, True, _STR16_MAX, False,
-		    "header value"))
+		if type(name) is not bytes:
+			name = _b(name)
+		if type(value) is not bytes:
+			value = _b(value)
+		ln, lv = len(name), len(value)
+		if ln == 0 or ln > MAX_NAME:
+			raise ValueError("header name of %d bytes, not 1..%d" %
+			    (ln, MAX_NAME))
+		if lv > _STR16_MAX:
+			raise ValueError("header value of %d bytes, over %d" %
+			    (lv, _STR16_MAX))
+		parts.append(_FIELD_HEAD.pack(ln) + name + _U16.pack(lv) + value)
 	return b"".join(parts)
 
 
@@ -411,13 +447,15 @@ def encode_request(stream, head, flags=0):
 	    _str(head.target, True, _STR16_MAX, True, "target") +
 	    _str(head.deployment, False, MAX_NAME, False, "deployment") +
 	    _str(head.request_id, False, _STR8_MAX, False, "request id") +
-	    _U32.pack(head.deadline_ms) + _fields(head.fields))
+	    _U32.pack(head.deadline_ms) + _fields(list(head.fields)))
 	return _frame(REQUEST, _flags(flags), _stream(stream), payload)
 
 
 def encode_response(stream, status, fields=(), flags=0):
 	if not isinstance(status, int) or status < 100 or status > 999:
 		raise ValueError("status %r not in 100..999" % (status,))
+	if not isinstance(fields, list):
+		fields = list(fields)
 	return _frame(RESPONSE, _flags(flags), _stream(stream),
 	    _U16.pack(status) + _fields(fields))
 

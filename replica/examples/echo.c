@@ -5,6 +5,8 @@
  *   {"method","path","query","headers":{lowercased name: value},
  *    "body_length","body","replica","deployment","request_id","conn_pings"}
  * "body" is there only when the body is at most 65536 bytes of valid UTF-8.
+ * "deployment" is the REQUEST's, or the replica's when the REQUEST's is
+ * empty.
  * Repeated headers are joined with ", ".
  *
  * Query "raw=1": 200 application/octet-stream, no content-length, sent as
@@ -114,6 +116,7 @@ echo_json(struct replica_req *q, struct echo *e)
 {
 	struct replica	*r = replica_req_replica(q);
 	const char	*qs = replica_req_query(q);
+	const char	*dep = replica_req_deployment(q);
 	json_t		*o, *body;
 	char		*s;
 
@@ -131,9 +134,9 @@ echo_json(struct replica_req *q, struct echo *e)
 	if ((body = echo_body(q, e)) != NULL)
 		json_object_set_new(o, "body", body);
 	json_object_set_new(o, "replica", json_string(replica_id(r)));
-	json_object_set_new(o, "deployment",
-	    json_bytes(replica_req_deployment(q),
-	    strlen(replica_req_deployment(q))));
+	if (*dep == '\0')
+		dep = replica_deployment(r);
+	json_object_set_new(o, "deployment", json_bytes(dep, strlen(dep)));
 	json_object_set_new(o, "request_id",
 	    json_bytes(replica_req_request_id(q),
 	    strlen(replica_req_request_id(q))));

@@ -18,6 +18,7 @@
 
 #define MS_MAX		600000
 #define CHUNKS_MAX	100000
+#define PENDING_MAX	(64 << 10)
 
 struct nap {
 	struct replica_req *q;
@@ -64,6 +65,11 @@ nap_timer(evutil_socket_t fd, short what, void *arg)
 		nap_free(n);
 		if (replica_respond(q, 200, h, 0) == 0)
 			replica_write_end(q, body, (size_t)blen);
+		return;
+	}
+	/* A reader slower than the chunks: wait rather than queue. */
+	if (replica_req_pending(q) > PENDING_MAX) {
+		nap_arm(n);
 		return;
 	}
 	n->sent++;

@@ -801,3 +801,181 @@ def timeout(seconds):
 		fn.integ_timeout = seconds
 		return fn
 	return deco
+
+
+# ---------------------------------------------------------------- operations
+# (issue 6: reload, drain, metrics, logs, sd_notify)
+
+
+class EnvDaemon(Daemon):
+	"""A Daemon started with extra environment variables (e.g.
+	NOTIFY_SOCKET); the test process's own environment is restored."""
+
+	def __init__(self, overrides=None, env=None, **kw):
+		super().__init__(overrides, **kw)
+		self.env = dict(env or {})
+
+	def start(self):
+		saved = {k: os.environ.get(k) for k in self.env}
+		os.environ.update(self.env)
+		try:
+			return super().start()
+		finally:
+			for k, v in saved.items():
+				if v is None:
+					os.environ.pop(k, None)
+				else:
+					os.environ[k] = v
+
+
+def rewrite_conf(d, overrides=None, conf=None):
+	"""Write a new conf for a running Daemon (same listen, admin and
+	runtime_dir unless given) and return it; no signal is sent."""
+	c = copy.deepcopy(conf) if conf is not None else base_conf()
+	if overrides:
+		c = deep_merge(c, overrides)
+	for k in ("listen", "admin", "runtime_dir"):
+		if k in d.conf:
+			c.setdefault(k, d.conf[k])
+	with open(d.conf_path, "w") as f:
+		json.dump(c, f, indent=2)
+	d.conf = c
+	return c
+
+
+def reload(d, overrides=None, conf=None):
+	"""rewrite_conf() then SIGHUP."""
+	c = rewrite_conf(d, overrides, conf)
+	d.send_signal(signal.SIGHUP)
+	return c
+
+
+def wait_log(d, text, timeout=5.0, after=0):
+	"""Wait until the daemon's log holds text (at or past offset after);
+	return the log."""
+	return wait_until(lambda: text in d.log_text()[after:] and
+	    d.log_text(), timeout, what="%r in the daemon log" % text)
+
+
+class LoadLoop:
+	"""Client threads sending requests over keep-alive connections until
+	stop().  Every request must get a status in ok_status (default 200);
+	anything else, or a connection failure, is recorded in .failures.
+	paths: the targets, taken in turn."""
+
+	def __init__(self, port, paths, threads=4, ok_status=(200,)):
+		self.port = port
+		self.paths = list(paths)
+		self.ok_status = set(ok_status)
+		self.stopping = threading.Event()
+		self.failures = []
+		self.count = 0
+		self.lock = threading.Lock()
+		self.threads = [threading.Thread(target=self._run, args=(i,),
+		    daemon=True) for i in range(threads)]
+
+	def start(self):
+		for t in self.threads:
+			t.start()
+		return self
+
+	def _run(self, n):
+		conn = None
+		i = n
+		for _ in range(10000000):
+			if self.stopping.is_set():
+				break
+			path = self.paths[i % len(self.paths)]
+			i += 1
+			try:
+				if conn is None:
+					conn = Conn(self.port, timeout=10.0)
+				r = conn.request("GET", path)
+				bad = None if r.status in self.ok_status else \
+				    "%s: %d %r" % (path, r.status, r.body[:200])
+				if r.header("connection", "").lower() == \
+				    "close":
+					conn.close()
+					conn = None
+			except (OSError, HTTPError) as e:
+				bad = "%s: %r" % (path, e)
+				if conn is not None:
+					conn.close()
+				conn = None
+			with self.lock:
+				self.count += 1
+				if bad:
+					self.failures.append(bad)
+		if conn is not None:
+			conn.close()
+
+	def stop(self):
+		self.stopping.set()
+		for t in self.threads:
+			t.join(15)
+		return self.failures
+
+
+def scrape(port, target="/-/metrics"):
+	"""GET the metrics page and parse the Prometheus text format into
+	{(name, frozenset(labels.items())): float}; also checks that every
+	sample's family was declared with # TYPE before it."""
+	r = request(port, "GET", target, timeout=5.0)
+	if r.status != 200:
+		raise HTTPError("GET %s: %d %r" % (target, r.status, r.body))
+	out = {}
+	typed = set()
+	for line in r.body.decode("utf-8").splitlines():
+		if line.startswith("# TYPE "):
+			typed.add(line.split()[2])
+			continue
+		if not line or line.startswith("#"):
+			continue
+		name, labels, value = _parse_sample(line)
+		family = name
+		for suffix in ("_bucket", "_sum", "_count"):
+			if name.endswith(suffix) and \
+			    name[:-len(suffix)] in typed:
+				family = name[:-len(suffix)]
+		if family not in typed:
+			raise AssertionError("sample before its # TYPE: %r" %
+			    line)
+		key = (name, frozenset(labels.items()))
+		if key in out:
+			raise AssertionError("duplicate sample: %r" % line)
+		out[key] = value
+	return out
+
+
+def _parse_sample(line):
+	"""name{a="x",b="y"} value -> (name, {a: x, b: y}, float)."""
+	labels = {}
+	if "{" in line:
+		name, rest = line.split("{", 1)
+		i = 0
+		while rest[i] != "}":
+			eq = rest.index("=", i)
+			key = rest[i:eq].lstrip(",")
+			if rest[eq + 1] != '"':
+				raise ValueError("bad label in %r" % line)
+			j = eq + 2
+			val = []
+			while rest[j] != '"':
+				if rest[j] == "\\":
+					j += 1
+					val.append({"n": "\n"}.get(rest[j],
+					    rest[j]))
+				else:
+					val.append(rest[j])
+				j += 1
+			labels[key] = "".join(val)
+			i = j + 1
+		value = rest[i + 1:].strip()
+	else:
+		name, value = line.split(None, 1)
+	return name, labels, float(value)
+
+
+def metric(samples, name, **labels):
+	"""The value of one sample (0.0 when absent)."""
+	return samples.get((name, frozenset(labels.items())), 0.0)

@@ -19,7 +19,6 @@ import signal
 import sys
 import threading
 import time
-import traceback
 import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))

@@ -3,7 +3,7 @@
 import threading
 import unittest
 
-from harness import Daemon, wait_until
+from harness import Daemon
 
 
 class Names(unittest.TestCase):

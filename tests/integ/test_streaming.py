@@ -1,6 +1,5 @@
 """Responses without a Content-Length are streamed to the client."""
 
-import re
 import time
 import unittest
 

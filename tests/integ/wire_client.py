@@ -10,6 +10,15 @@ It plays the proxy's side against a replica (docs/protocol.md), for tests:
     c.request(1, "GET", "/x?y=1", [("host", "a")])  # FLAG_END: no body
     r = c.collect(1)                 # Response(status, headers, body, ...)
 
+Flow control (src/wire.h): request() and send_body() never send body
+beyond the credit the replica granted (they wait for its WINDOW frames);
+data() sends what it is given, so tests can break the rule on purpose.
+DATA from the replica beyond the credit we granted (the initial window plus
+every WINDOW sent with send_frame() or grant()) raises WireError("E_CREDIT").
+With auto_window set, received DATA is credited back half a window at a time
+as soon as it arrives; by default the test grants credit itself.  WINDOW
+frames are parked with the stream's other frames, like in a plain read.
+
 Frames the replica sends are decoded with the same checks as src/wire.c, so
 a replica that emits a bad frame fails the test (WireError).  Stdlib only.
 
@@ -33,6 +42,7 @@ MAX_DATA = 256 << 10
 MAX_FIELDS = 256
 MAX_NAME = 255
 MAX_TEXT = 4096
+INITIAL_WINDOW = 256 << 10
 
 HELLO, PING, PONG, REQUEST, RESPONSE, DATA, END, CANCEL, ERROR, GOAWAY, \
     WINDOW = range(1, 12)
@@ -244,6 +254,11 @@ class WireClient:
         self.conn_frames = []     # stream-0 frames not yet asked for
         self.peer_hello = None
         self.eof = False
+        self.auto_window = False
+        self.windows = []         # (stream, increment) received
+        self.send_credit = collections.defaultdict(lambda: INITIAL_WINDOW)
+        self.recv_credit = collections.defaultdict(lambda: INITIAL_WINDOW)
+        self.consumed = collections.defaultdict(int)
 
     @classmethod
     def connect(cls, addr, timeout=5.0):
@@ -272,6 +287,8 @@ class WireClient:
         self.sock.sendall(data)
 
     def send_frame(self, ftype, payload=b"", flags=0, stream=0):
+        if ftype == WINDOW and stream != 0 and len(payload) == 4:
+            self.recv_credit[stream] += struct.unpack(">I", payload)[0]
         self.send(encode_frame(ftype, payload, flags, stream))
 
     def recv_frame(self, timeout=None):
@@ -282,7 +299,8 @@ class WireClient:
             result, f, need = decode_frame(self.buf)
             if result == "ok":
                 del self.buf[:need]
-                decode_payload(f)
+                v = decode_payload(f)
+                self._credit(f, v)
                 return f
             if result != "NEED_MORE":
                 raise WireError(result, "from peer")
@@ -298,6 +316,30 @@ class WireClient:
                 if self.buf:
                     raise WireError("NEED_MORE", "EOF inside a frame")
             self.buf += chunk
+
+    def _credit(self, f, v):
+        """Flow-control bookkeeping for a frame just received."""
+        if f.type == WINDOW and f.stream != 0:
+            self.send_credit[f.stream] += v
+            self.windows.append((f.stream, v))
+        elif f.type == DATA:
+            if len(f.payload) > self.recv_credit[f.stream]:
+                raise WireError("E_CREDIT", "stream %d: %d bytes, credit %d"
+                                % (f.stream, len(f.payload),
+                                   self.recv_credit[f.stream]))
+            self.recv_credit[f.stream] -= len(f.payload)
+            if self.auto_window and not f.flags & FLAG_END:
+                self.grant(f.stream, len(f.payload))
+
+    def grant(self, stream, n, force=False):
+        """Count n bytes as consumed; send WINDOW once half a window is
+        (or at once with force)."""
+        self.consumed[stream] += n
+        if self.consumed[stream] >= INITIAL_WINDOW // 2 or \
+                (force and self.consumed[stream]):
+            self.send_frame(WINDOW, struct.pack(">I", self.consumed[stream]),
+                            0, stream)
+            self.consumed[stream] = 0
 
     def _next(self, want, timeout=None):
         """Read until want(frame) is true; park the other frames."""
@@ -340,17 +382,34 @@ class WireClient:
         if end is None:
             end = True
         no_body = not body
+        self.send_credit[stream] = INITIAL_WINDOW
+        self.recv_credit[stream] = INITIAL_WINDOW
         self.send(encode_request(stream, method, target, headers,
                                  deployment, request_id, deadline_ms,
                                  end and no_body))
         if body:
-            body = bytes(body)
-            for i in range(0, len(body), MAX_DATA):
-                piece = body[i:i + MAX_DATA]
-                self.data(stream, piece, end and i + MAX_DATA >= len(body))
+            self.send_body(stream, body, end)
 
     def data(self, stream, data, end=False):
+        """One DATA frame, credit or not (the caller's business)."""
+        self.send_credit[stream] -= len(data)
         self.send(encode_data(stream, data, end))
+
+    def send_body(self, stream, data, end=False, timeout=None):
+        """DATA frames as far as the replica's credit goes; waits for its
+        WINDOW frames for the rest (frames read meanwhile are parked)."""
+        data = bytes(data)
+        if not data:
+            self.send(encode_data(stream, b"", end))
+            return
+        while data:
+            while self.send_credit[stream] <= 0:
+                if self._next(lambda f: f.type == WINDOW and
+                              f.stream == stream, timeout) is None:
+                    raise WireError("E_EOF", "EOF waiting for credit")
+            n = min(len(data), self.send_credit[stream], MAX_DATA)
+            self.data(stream, data[:n], end and n == len(data))
+            data = data[n:]
 
     def end(self, stream):
         self.send_frame(END, b"", 0, stream)
@@ -416,22 +475,35 @@ class _Replica:
         # WIRE_SMOKE_WRAP="valgrind -q --leak-check=full --error-exitcode=9"
         wrap = os.environ.get("WIRE_SMOKE_WRAP", "").split()
         self.proc = subprocess.Popen(wrap + [binary] + list(args), env=env)
-        for _ in range(1000):
-            if os.path.exists(self.path):
+        self.terminated = False
+        for _ in range(1000):      # the file exists at bind(), before listen()
+            try:
+                probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+                probe.connect(self.path)
+                probe.close()
                 break
-            time.sleep(0.01)
+            except OSError:
+                probe.close()
+                time.sleep(0.01)
         else:
             self.stop()
             raise RuntimeError("%s did not listen" % binary)
 
     def client(self):
         c = WireClient.connect("unix:" + self.path)
+        c.auto_window = True
         c.hello()
         c.ping()
         return c
 
+    def terminate(self):
+        """SIGTERM once: a second one during exit would kill it."""
+        if not self.terminated:
+            self.terminated = True
+            self.proc.terminate()
+
     def stop(self):
-        self.proc.terminate()
+        self.terminate()
         try:
             rc = self.proc.wait(10)
         except subprocess.TimeoutExpired:
@@ -458,6 +530,15 @@ def _smoke_hello(build):
                 assert resp.status == 200 and resp.body == b"Hello world!"
                 assert [f.type for f in resp.frames] == [RESPONSE, DATA]
                 assert resp.frames[1].flags == FLAG_END
+            # Answered before the body: the stream is over, what still
+            # comes for it is ignored.
+            c.request(7, "POST", "/", end=False)
+            assert c.collect(7).body == b"Hello world!"
+            c.data(7, b"body")
+            c.end(7)
+            c.cancel(7)
+            c.ping()
+            assert not any(c.pending.values()), dict(c.pending)
     finally:
         rc, gone = r.stop()
     assert rc == 0 and gone, (rc, gone)
@@ -518,7 +599,7 @@ def _smoke_echo(build):
             f = c.frames_for(401)
             assert f.type == RESPONSE and decode_payload(f)[0] == 202
             for piece in (b"one", b"two" * 100000):
-                c.data(401, piece)
+                c.send_body(401, piece)
                 got = b""
                 while len(got) < len(piece):
                     f = c.frames_for(401)
@@ -527,6 +608,30 @@ def _smoke_echo(build):
                 assert got == piece
             c.end(401)
             assert c.frames_for(401).type == END
+
+            # Flow control: no DATA beyond our credit; queued, then sent
+            # when we grant more.
+            c.auto_window = False
+            c.request(451, "POST", "/?raw=1", end=False)
+            assert c.frames_for(451).type == RESPONSE
+            c.data(451, b"a" * INITIAL_WINDOW)
+            got = 0
+            while got < INITIAL_WINDOW:
+                got += len(c.frames_for(451).payload)
+            c.send_body(451, b"b" * 100000)   # the replica granted more
+            try:
+                f = c.frames_for(451, timeout=0.3)
+                raise AssertionError("DATA beyond credit: %r" % (f,))
+            except socket.timeout:
+                pass
+            c.grant(451, INITIAL_WINDOW, force=True)
+            got = b""
+            while len(got) < 100000:
+                got += c.frames_for(451).payload
+            assert got == b"b" * 100000
+            c.end(451)
+            assert c.frames_for(451).type == END
+            c.auto_window = True
 
             # CANCEL mid-body, then frames for that stream are ignored.
             c.request(501, "POST", "/", end=False)
@@ -553,6 +658,11 @@ def _smoke_echo(build):
             _expect_protocol_error(c)
         with r.client() as c:
             c.send_frame(RESPONSE, b"\0\xc8\0\0", 0, 1)
+            _expect_protocol_error(c)
+        with r.client() as c:
+            c.request(1, "POST", "/", end=False)
+            c.send(encode_data(1, b"x" * 100000))      # no grant yet
+            c.send(encode_data(1, b"x" * (INITIAL_WINDOW - 100000 + 1)))
             _expect_protocol_error(c)
         keep.request(7, "GET", "/still")
         assert _json(keep.collect(7))["path"] == "/still"
@@ -600,13 +710,23 @@ def _smoke_sleep(build):
             c.request(21, "GET", "/?ms=0")
             assert c.collect(21).status == 200   # the slots are free
 
+            # A connection dropped with work in flight frees that work.
+            with r.client() as c2:
+                c2.request(1, "GET", "/?ms=60000")
+                c2.request(3, "GET", "/?chunks=100&ms=1")
+                c2.request(5, "POST", "/?ms=0", end=False)
+                assert c2.frames_for(3).type == RESPONSE
+            time.sleep(0.2)       # the replica sees the EOF
+            c.request(25, "GET", "/?ms=0")
+            assert c.collect(25).status == 200
+
             # SIGTERM: GOAWAY, in-flight requests finish, then exit 0.
-            c.request(23, "GET", "/?ms=300")
+            c.request(27, "GET", "/?ms=300")
             time.sleep(0.05)
-            r.proc.terminate()
+            r.terminate()
             f = c._next(lambda f: f.type == GOAWAY)
-            assert decode_payload(f)[:2] == (23, CODE_SHUTDOWN), f
-            assert c.collect(23).body == b"slept 300 ms\n"
+            assert decode_payload(f)[:2] == (27, CODE_SHUTDOWN), f
+            assert c.collect(27).body == b"slept 300 ms\n"
             assert c.recv_frame() is None
     finally:
         rc, gone = r.stop()

@@ -143,6 +143,9 @@ START_TEST(test_defaults)
 	ck_assert_double_eq(conf->timeouts.drain, 30);
 	ck_assert_uint_eq(conf->nroutes, 0);
 	ck_assert_uint_eq(conf->ndeployments, 0);
+	ck_assert_ptr_null(conf->error_log);
+	ck_assert_ptr_null(conf->access_log);
+	ck_assert_int_eq(conf->access_log_format, CONF_ACCESS_COMBINED);
 	conf_free(conf);
 
 	conf = load_ok("{" BASE "}");
@@ -251,6 +254,35 @@ START_TEST(test_name_limits)
 	snprintf(text + 600, 400, "deployments.%s: bad deployment name "
 	    "(1..255 characters of A-Z a-z 0-9 . _ -)", name);
 	expect_error(text, text + 600);
+}
+END_TEST
+
+START_TEST(test_log_files)
+{
+	struct conf	*conf;
+
+	conf = load_ok("{\"error_log\": \"/var/log/ingressd/error.log\","
+	    " \"access_log\": \"/var/log/ingressd/access.log\","
+	    " \"access_log_format\": \"json\", " BASE "}");
+	ck_assert_str_eq(conf->error_log, "/var/log/ingressd/error.log");
+	ck_assert_str_eq(conf->access_log, "/var/log/ingressd/access.log");
+	ck_assert_int_eq(conf->access_log_format, CONF_ACCESS_JSON);
+	conf_free(conf);
+
+	conf = load_ok("{\"error_log\": \"stderr\", \"access_log\": "
+	    "\"stderr\", \"access_log_format\": \"combined\", " BASE "}");
+	ck_assert_str_eq(conf->error_log, "stderr");
+	ck_assert_str_eq(conf->access_log, "stderr");
+	ck_assert_int_eq(conf->access_log_format, CONF_ACCESS_COMBINED);
+	conf_free(conf);
+
+	/* "off" and null both mean no access log. */
+	conf = load_ok("{\"access_log\": \"off\", " BASE "}");
+	ck_assert_ptr_null(conf->access_log);
+	conf_free(conf);
+	conf = load_ok("{\"access_log\": null, " BASE "}");
+	ck_assert_ptr_null(conf->access_log);
+	conf_free(conf);
 }
 END_TEST
 
@@ -525,6 +557,22 @@ static const struct {
 	{ "{" ROUTES ", \"deployments\": {\"echo\": {\"endpoints\": "
 	    "[\"127.0.0.1:1\"], \"prewarm\": 1}}}",
 	    "deployments.echo.prewarm: must be true or false" },
+	{ "{\"error_log\": \"log/error.log\", " BASE "}",
+	    "error_log: must be \"stderr\" or an absolute path" },
+	{ "{\"error_log\": \"off\", " BASE "}",
+	    "error_log: must be \"stderr\" or an absolute path" },
+	{ "{\"error_log\": null, " BASE "}",
+	    "error_log: must be \"stderr\" or an absolute path" },
+	{ "{\"error_log\": \"/\", " BASE "}",
+	    "error_log: must be \"stderr\" or an absolute path" },
+	{ "{\"access_log\": 1, " BASE "}",
+	    "access_log: must be \"off\", \"stderr\" or an absolute path" },
+	{ "{\"access_log\": \"\", " BASE "}",
+	    "access_log: must be \"off\", \"stderr\" or an absolute path" },
+	{ "{\"access_log_format\": \"common\", " BASE "}",
+	    "access_log_format: must be \"combined\" or \"json\"" },
+	{ "{\"access_log_format\": null, " BASE "}",
+	    "access_log_format: must be \"combined\" or \"json\"" },
 	/* A later deployment's error frees the earlier ones (valgrind). */
 	{ "{" ROUTES ", \"deployments\": {\"echo\": {\"spawn\": {\"command\":"
 	    " [\"x\", \"y\"]}}, \"two\": {\"endpoints\": [\"127.0.0.1:1\", "
@@ -569,6 +617,7 @@ conf_suite(void)
 	tcase_add_test(tc, test_full);
 	tcase_add_test(tc, test_listen_forms);
 	tcase_add_test(tc, test_name_limits);
+	tcase_add_test(tc, test_log_files);
 	tcase_add_test(tc, test_routes_distinct);
 	tcase_add_test(tc, test_syntax_error);
 	tcase_add_test(tc, test_missing_file);

@@ -405,7 +405,7 @@ payload_result(uint8_t type, uint32_t stream, const void *p, size_t n)
 
 START_TEST(test_payload_rejections)
 {
-	static uint8_t big[2 + 4 + 2 + 4097];
+	static uint8_t big[4 + 4 + 2 + 4097];
 
 	/* HELLO: version 0, reserved, short, trailing. */
 	ck_assert_int_eq(PR(WIRE_HELLO, 0, "\0\0\0\0\0\0\0\0\0\0"),

@@ -1,0 +1,195 @@
+"""Reload on SIGHUP: a good conf switches under load with no failed request,
+a bad one is refused and the running conf keeps serving."""
+
+import signal
+import time
+import unittest
+
+from harness import (Daemon, LoadLoop, base_conf, binary, metric, reload,
+    scrape, spawn, timeout, wait_log, wait_pid_dead, wait_until)
+
+
+def resolutions(d):
+	return {k: v["resolutions"] for k, v in d.deployments().items()}
+
+
+class Reload(unittest.TestCase):
+
+	@timeout(30)
+	def test_reload_under_load_zero_failures(self):
+		# Two workers, so each switch happens on more than one thread.
+		with Daemon({"workers": 2}) as d:
+			for path in ("/hello", "/echo/x") + ("/sleep?ms=1",) * 6:
+				self.assertEqual(d.request("GET", path).status, 200)
+			# Both workers hold a warm hello handle (new
+			# connections until the kernel gave each worker one).
+			wait_until(lambda: d.request("GET", "/hello").status ==
+			    200 and d.deployments()["hello"]["handles"][
+			    "ready"] == 2, 5.0, interval=0, what="two hello "
+			    "handles")
+			before = resolutions(d)
+			# Workers that hold a handle for sleep (the kernel
+			# spreads connections between the two).
+			sleep_handles = d.deployments()["sleep"]["handles"][
+			    "ready"]
+			self.assertGreaterEqual(sleep_handles, 1)
+			old_sleep = d.replica_pids("sleep")
+			old_echo = d.replica_pids("echo")
+			self.assertEqual(len(old_sleep), 2, old_sleep)
+			load = LoadLoop(d.port, ["/hello", "/echo/a",
+			    "/hello/b"], threads=4).start()
+			try:
+				time.sleep(0.4)
+				# 1: add a deployment and its route, scale echo
+				# up; hello and sleep are untouched.
+				c = base_conf()
+				c["deployments"]["echo"]["spawn"]["replicas"] = 3
+				c["deployments"]["extra"] = spawn("hello", 1)
+				c["routes"].append({"prefix": "/extra",
+				    "deployment": "extra"})
+				reload(d, conf=c)
+				wait_log(d, "reload 1: every worker switched")
+				time.sleep(0.4)
+				# 2: remove sleep and its route.
+				del c["deployments"]["sleep"]
+				c["routes"] = [r for r in c["routes"]
+				    if r["deployment"] != "sleep"]
+				reload(d, conf=c)
+				wait_log(d, "reload 2: every worker switched")
+				time.sleep(0.4)
+				# 3: a new echo command: new processes on new
+				# sockets while the old ones drain.
+				c["deployments"]["echo"]["spawn"]["command"] = [
+				    binary("replica-echo"), "--drain-ms", "1000"]
+				reload(d, conf=c)
+				wait_log(d, "reload 3: every worker switched")
+				time.sleep(0.6)
+			finally:
+				failures = load.stop()
+			self.assertGreater(load.count, 200)
+			self.assertEqual(failures, [], "%d of %d requests failed" %
+			    (len(failures), load.count))
+
+			# hello never changed: its handles stayed warm.
+			after = resolutions(d)
+			self.assertEqual(after["hello"], before["hello"])
+			# The added route works; the removed one is gone.
+			r = d.request("GET", "/extra")
+			self.assertEqual(r.status, 200, r)
+			self.assertEqual(d.request("GET", "/sleep?ms=1").status,
+			    404)
+			self.assertNotIn("sleep", d.deployments())
+			# sleep's replicas were drained and stopped.
+			for pid in old_sleep.values():
+				self.assertTrue(wait_pid_dead(pid, 5.0),
+				    "retired replica %d still alive" % pid)
+			# echo runs the new command on new sockets; the old
+			# processes are gone.
+			new_echo = d.replica_pids("echo")
+			self.assertEqual(sorted(new_echo), ["echo-0.g2",
+			    "echo-1.g2", "echo-2.g2"])
+			for pid in old_echo.values():
+				self.assertTrue(wait_pid_dead(pid, 5.0))
+			seen = set()
+			for _ in range(12):
+				seen.add(d.request("GET", "/echo/x").json()[
+				    "replica"])
+			self.assertTrue(seen <= set(new_echo), seen)
+			m = scrape(d.admin_port)
+			self.assertEqual(metric(m,
+			    "ingressd_config_reloads_total", result="success"),
+			    3)
+			self.assertEqual(metric(m,
+			    "ingressd_handle_evictions_total"), sleep_handles)
+
+	def test_reload_settings_refresh_handle_in_place(self):
+		with Daemon() as d:
+			self.assertEqual(d.request("GET", "/hello").status, 200)
+			pids = d.replica_pids("hello")
+			before = d.deployments()["hello"]
+			reload(d, {"deployments": {"hello": {"queue": 7,
+			    "max_ongoing_requests": 10}}})
+			wait_log(d, "reload 1: every worker switched")
+			after = d.deployments()["hello"]
+			# Same processes, same connections, one more lookup.
+			self.assertEqual(d.replica_pids("hello"), pids)
+			self.assertEqual(after["version"], before["version"] + 1)
+			self.assertEqual(after["resolutions"],
+			    before["resolutions"] + 1)
+			self.assertEqual(after["state"], "ready")
+			self.assertEqual(d.request("GET", "/hello").status, 200)
+
+	def test_bad_conf_keeps_serving(self):
+		with Daemon() as d:
+			self.assertEqual(d.request("GET", "/echo/x").status, 200)
+			pids = d.replica_pids()
+			load = LoadLoop(d.port, ["/echo/y", "/hello"],
+			    threads=2).start()
+			try:
+				# JSON syntax error: file, line and column.
+				with open(d.conf_path, "w") as f:
+					f.write('{\n  "routes": [,\n')
+				d.send_signal(signal.SIGHUP)
+				wait_log(d, "reload failed, keeping the running "
+				    "configuration: %s:2:14:" % d.conf_path)
+				# A meaning error: the key path.
+				c = base_conf()
+				c["routes"].append({"prefix": "/x",
+				    "deployment": "nope"})
+				reload(d, conf=c)
+				wait_log(d, "routes[3].deployment: no deployment "
+				    "named \"nope\"")
+				# A replica command that does not exist.
+				c = base_conf()
+				c["deployments"]["echo"]["spawn"]["command"] = [
+				    "/nonexistent/replica"]
+				reload(d, conf=c)
+				wait_log(d, "deployments.echo.spawn.command: "
+				    "/nonexistent/replica: No such file")
+				time.sleep(0.3)
+			finally:
+				failures = load.stop()
+			self.assertEqual(failures, [])
+			self.assertGreater(load.count, 20)
+			self.assertEqual(d.replica_pids(), pids)
+			self.assertEqual(d.request("GET", "/sleep?ms=1").status,
+			    200)
+			m = scrape(d.admin_port)
+			self.assertEqual(metric(m,
+			    "ingressd_config_reloads_total", result="failure"),
+			    3)
+			self.assertEqual(metric(m,
+			    "ingressd_config_last_reload_successful"), 0)
+
+	def test_listen_change_needs_restart(self):
+		with Daemon() as d:
+			reload(d, {"listen": ["127.0.0.1:1"]})
+			wait_log(d, "reload: listen changed")
+			wait_log(d, "reload 1: every worker switched")
+			# Still on the old port.
+			self.assertEqual(d.request("GET", "/hello").status, 200)
+
+	def test_removed_deployment_drains_in_flight_request(self):
+		with Daemon() as d:
+			self.assertEqual(d.request("GET", "/sleep?ms=1").status,
+			    200)
+			pids = d.replica_pids("sleep")
+			c = d.conn(timeout=10)
+			c.send(b"GET /sleep?ms=800 HTTP/1.1\r\nHost: x\r\n\r\n")
+			wait_until(lambda: sum(r["in_flight"] for r in
+			    d.deployments()["sleep"]["replicas"]) == 1, 2.0,
+			    what="request in flight")
+			conf = base_conf()
+			del conf["deployments"]["sleep"]
+			conf["routes"] = conf["routes"][:2]
+			reload(d, conf=conf)
+			r = c.read_response()
+			c.close()
+			self.assertEqual(r.status, 200, r)
+			self.assertEqual(r.body, b"slept 800 ms\n")
+			for pid in pids.values():
+				self.assertTrue(wait_pid_dead(pid, 5.0))
+
+
+if __name__ == "__main__":
+	unittest.main()
