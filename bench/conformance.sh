@@ -17,6 +17,8 @@ set -u
 cd "$(dirname "$0")/.." || exit 1
 OUT=${1:-docs/conformance.md}
 TMP=$(mktemp -d "${TMPDIR:-/tmp}/conformance.XXXXXX") || exit 1
+# nginx's workers run as nobody and write request bodies under it.
+chmod 755 "$TMP"
 PIDS=""
 trap 'for p in $PIDS; do kill "$p" 2>/dev/null; done' EXIT INT TERM
 echo "conformance: work dir $TMP"
@@ -108,7 +110,7 @@ if command -v haproxy >/dev/null 2>&1; then
 	# body limit: the 413 is a rule on Content-Length.
 	cat >"$TMP/haproxy/haproxy.cfg" <<EOF
 global
-	maxconn 10000
+	maxconn 4096
 	tune.bufsize 49152
 	tune.http.maxhdr 101
 defaults

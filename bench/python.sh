@@ -96,7 +96,7 @@ trap 'exit 143' TERM
 
 TMP=$(mktemp -d /tmp/ingressd-pybench.XXXXXX) || die "mktemp failed"
 mkdir -p "$RAW" || die "cannot create $RAW"
-rm -f "$RAW"/*.txt
+rm -f "$RAW"/*.txt "$RAW"/*.log
 
 free_port() {
 	"$PY" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
@@ -165,12 +165,13 @@ PY_REPLICA=$(pid_of py) && C_REPLICA=$(pid_of c) ||
 REPLICA_PIDS="$PY_REPLICA $C_REPLICA"
 
 APORT=$(free_port)
-"$PY" python/bench/plain_echo.py --mode asyncio --listen "127.0.0.1:$APORT" &
+"$PY" python/bench/plain_echo.py --mode asyncio --listen "127.0.0.1:$APORT" \
+    2>"$RAW/py-asyncio.log" &
 ASYNCIO_PID=$!
 PIDS="$PIDS $ASYNCIO_PID"
 TPORT=$(free_port)
 "$PY" python/bench/plain_echo.py --mode threading \
-    --listen "127.0.0.1:$TPORT" &
+    --listen "127.0.0.1:$TPORT" 2>"$RAW/py-http.server.log" &
 THREAD_PID=$!
 PIDS="$PIDS $THREAD_PID"
 wait_200 "http://127.0.0.1:$APORT/echo/bench" "$ASYNCIO_PID" ||

@@ -73,6 +73,9 @@ struct replica_req {
 	unsigned	 end_pending:1;	/* END waits behind pending */
 	unsigned	 cancelled:1;
 	unsigned	 failed:1;	/* replica_fail(): no more callbacks */
+	unsigned	 paused:1;	/* replica_req_pause(): no credit given */
+	unsigned	 want_writable:1; /* on_writable once pending drains */
+	int64_t		 cancel_code;	/* CANCEL/ERROR code, -1: not a frame */
 	void		*user;
 	struct evbuffer	*body;
 	size_t		 body_len;
@@ -350,6 +353,7 @@ req_new(struct conn *c, uint32_t stream, const struct wire_request *w)
 	q->send_credit = WIRE_INITIAL_WINDOW;
 	q->recv_credit = WIRE_INITIAL_WINDOW;
 	q->deadline_ms = w->deadline_ms;
+	q->cancel_code = -1;
 	q->conn_pings = c->pings;
 	q->nhdr = w->nfields;
 	p = (char *)&q->hdr[w->nfields];
@@ -596,9 +600,13 @@ frame_cancel(struct conn *c, const struct wire_frame *f, const char **why)
 	} else if (wire_decode_error(f, &e) != WIRE_OK) {
 		*why = "bad ERROR";
 		return -1;
-	}
-	if ((q = tab_find(c, f->stream)) != NULL)
+	} else
+		code = e.code;
+	if ((q = tab_find(c, f->stream)) != NULL) {
+		if (!q->cancelled)
+			q->cancel_code = code;
 		req_cancel(q);
+	}
 	return 0;
 }
 
@@ -1365,6 +1373,12 @@ replica_base(struct replica *r)
 	return r->base;
 }
 
+unsigned
+replica_active(struct replica *r)
+{
+	return r->active;
+}
+
 /* Request accessors. */
 
 struct replica *
@@ -1471,6 +1485,35 @@ size_t
 replica_req_pending(struct replica_req *q)
 {
 	return req_pending(q);
+}
+
+int64_t
+replica_req_cancel_code(struct replica_req *q)
+{
+	return q->cancel_code;
+}
+
+/* Paused: body keeps arriving up to the credit already given, no more. */
+void
+replica_req_pause(struct replica_req *q)
+{
+	q->paused = 1;
+}
+
+void
+replica_req_resume(struct replica_req *q)
+{
+	if (!q->paused)
+		return;
+	q->paused = 0;
+	if (!q->cancelled && !q->failed && !q->out_done)
+		req_grant(q);
+}
+
+int
+replica_req_paused(struct replica_req *q)
+{
+	return q->paused;
 }
 
 void
@@ -1585,7 +1628,7 @@ req_grant(struct replica_req *q)
 {
 	uint8_t	frame[WIRE_HEADER_SIZE + 4];
 
-	if (q->in_done || q->unacked < WIRE_INITIAL_WINDOW / 2 ||
+	if (q->in_done || q->paused || q->unacked < WIRE_INITIAL_WINDOW / 2 ||
 	    req_pending(q) >= WIRE_INITIAL_WINDOW || q->unacked > UINT32_MAX)
 		return;
 	wire_encode_window(frame, q->stream, (uint32_t)q->unacked);
@@ -1599,8 +1642,9 @@ req_grant(struct replica_req *q)
 static int
 req_on_window(struct replica_req *q, uint32_t increment)
 {
-	size_t	n;
-	int	rc = 0;
+	struct replica	*r = q->c->r;
+	size_t		 n;
+	int		 rc = 0;
 
 	if (q->cancelled || q->failed)
 		return 0;
@@ -1613,6 +1657,15 @@ req_on_window(struct replica_req *q, uint32_t increment)
 		    n == req_pending(q));
 		if (rc == 0 && req_pending(q) == 0)
 			q->end_pending = 0;
+	}
+	if (rc == 0 && q->want_writable && req_pending(q) == 0 &&
+	    !q->out_done) {
+		q->want_writable = 0;
+		if (r->h.on_writable != NULL) {
+			q->busy++;
+			r->h.on_writable(q, r->arg);
+			q->busy--;
+		}
 	}
 	req_grant(q);
 	req_maybe_free(q);
@@ -1638,6 +1691,7 @@ req_send_data(struct replica_req *q, const uint8_t *p, size_t n, int end)
 			return -1;
 		if (evbuffer_add(q->pending, p + now, n - now) != 0)
 			return -1;
+		q->want_writable = 1;
 	}
 	if (end) {
 		q->end_pending = req_pending(q) != 0;

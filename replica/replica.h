@@ -40,7 +40,12 @@
  * echoing handler is paced by its reader.  Response body beyond the credit
  * ingressd granted is queued inside the req and sent as WINDOW frames
  * arrive; a handler that produces body on its own (timers) should watch
- * replica_req_pending() so the queue stays small.
+ * replica_req_pending() so the queue stays small, and may set on_writable
+ * to hear when the queue has drained.  A handler that consumes body slower
+ * than it arrives calls replica_req_pause(): no more credit is granted
+ * (ingressd, and through it the client, are pushed back once the credit
+ * already given is used up; pieces within that credit still arrive) until
+ * replica_req_resume().
  */
 #ifndef INGRESSD_REPLICA_H
 #define INGRESSD_REPLICA_H
@@ -64,8 +69,17 @@ struct replica_handler {
 		    void *arg);
 	/* The request body is complete (at once when it had none). */
 	void	(*on_end)(struct replica_req *, void *arg);
-	/* The stream is gone; the req is freed when this returns. */
+	/*
+	 * The stream is gone; the req is freed when this returns.  Why:
+	 * replica_req_cancel_code().
+	 */
 	void	(*on_cancel)(struct replica_req *, void *arg);
+	/*
+	 * Optional.  Response body that had been queued for want of credit
+	 * (a replica_write() beyond it) has all gone out and the response
+	 * is not over: a good moment to write more.  Once per queueing.
+	 */
+	void	(*on_writable)(struct replica_req *, void *arg);
 };
 
 /* NULL on a bad argument or a failed bind, with the reason in err. */
@@ -80,6 +94,8 @@ const char	*replica_id(struct replica *);
 const char	*replica_deployment(struct replica *);
 const char	*replica_address(struct replica *);	/* as bound */
 struct event_base *replica_base(struct replica *);
+/* Requests alive in this process, on every connection. */
+unsigned	 replica_active(struct replica *);
 
 /* The request.  Strings are NUL-terminated and live as long as the req. */
 struct replica	*replica_req_replica(struct replica_req *);
@@ -105,6 +121,20 @@ struct evbuffer	*replica_req_body(struct replica_req *);
 unsigned	 replica_req_conn_pings(struct replica_req *);
 /* Response body bytes queued waiting for credit from ingressd. */
 size_t		 replica_req_pending(struct replica_req *);
+/*
+ * In on_cancel: the code of the CANCEL (or stream ERROR) frame ingressd
+ * sent (WIRE_CODE_CANCEL, WIRE_CODE_TIMEOUT, ...), or -1 when no frame
+ * cancelled it (the connection closed, the replica is stopping).
+ */
+int64_t		 replica_req_cancel_code(struct replica_req *);
+/*
+ * Flow control of the request body: while paused the library grants
+ * ingressd no more credit for it; resume grants what was consumed
+ * meanwhile.  Both may be called at any time before the req ends.
+ */
+void		 replica_req_pause(struct replica_req *);
+void		 replica_req_resume(struct replica_req *);
+int		 replica_req_paused(struct replica_req *);
 void		 replica_req_set_user(struct replica_req *, void *);
 void		*replica_req_user(struct replica_req *);
 

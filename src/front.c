@@ -739,6 +739,25 @@ front_timer_cb(evutil_socket_t fd, short ev, void *arg)
 	front_close(f);
 }
 
+/*
+ * Over limits.max_connections: a clear 503 in one non-blocking send, then
+ * close.  Nothing is allocated for the connection; if the send does not
+ * fit in the socket buffer the client sees only the close.
+ */
+static void
+front_refuse(int fd)
+{
+	static const char msg[] = "HTTP/1.1 503 Service Unavailable\r\n"
+	    "content-type: text/plain; charset=utf-8\r\n"
+	    "content-length: 51\r\nretry-after: 1\r\nconnection: close\r\n\r\n"
+	    "503 Service Unavailable: too many open connections\n";
+	ssize_t rv;
+
+	rv = send(fd, msg, sizeof(msg) - 1, MSG_DONTWAIT | MSG_NOSIGNAL);
+	(void)rv;
+	evutil_closesocket(fd);
+}
+
 void
 front_accept(struct worker *w, int fd, const struct sockaddr *sa, int socklen,
     int admin)
@@ -748,8 +767,7 @@ front_accept(struct worker *w, int fd, const struct sockaddr *sa, int socklen,
 	struct front *f;
 
 	if (worker_conn_open(w) == -1) {
-		/* Over limits.max_connections: refuse at once, cheaply. */
-		evutil_closesocket(fd);
+		front_refuse(fd);
 		return;
 	}
 	if ((f = calloc(1, sizeof(*f))) == NULL) {

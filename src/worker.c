@@ -20,7 +20,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <sys/random.h>
+#include <unistd.h>
 
 #include <event2/event.h>
 #include <event2/listener.h>
@@ -85,6 +87,7 @@ struct worker {
 	pthread_mutex_t	 inbox_lock;
 	struct worker_msg *inbox;
 	struct event	*inbox_ev;
+	int		 inbox_fd;	/* eventfd: the only cross-thread door */
 };
 
 /* Client connections across all workers, against limits.max_connections. */
@@ -177,6 +180,25 @@ worker_switch(struct worker *w, struct worker_snap *snap)
 
 /* Worker life ---------------------------------------------------------- */
 
+/*
+ * A worker's base is touched only by its own thread, so it needs no lock
+ * (libevent would otherwise take a mutex on every event_add); other
+ * threads reach the worker only through its inbox's eventfd.
+ */
+static struct event_base *
+worker_base_new(void)
+{
+	struct event_config *cfg;
+	struct event_base *base;
+
+	if ((cfg = event_config_new()) == NULL)
+		return NULL;
+	event_config_set_flag(cfg, EVENT_BASE_FLAG_NOLOCK);
+	base = event_base_new_with_config(cfg);
+	event_config_free(cfg);
+	return base;
+}
+
 struct worker *
 worker_new(unsigned id, struct worker_snap *snap, struct registry *reg)
 {
@@ -197,12 +219,16 @@ worker_new(unsigned id, struct worker_snap *snap, struct registry *reg)
 	    sizeof(w->rid_prefix))
 		w->rid_prefix = (uint32_t)random();
 	w->rng = w->rid_prefix | 1;
-	w->base = event_base_new();
+	w->inbox_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	w->base = worker_base_new();
 	w->handles = handle_table_new();
-	if (w->base != NULL) {
-		w->inbox_ev = event_new(w->base, -1, 0, worker_inbox_cb, w);
+	if (w->base != NULL && w->inbox_fd != -1) {
+		w->inbox_ev = event_new(w->base, w->inbox_fd,
+		    EV_READ | EV_PERSIST, worker_inbox_cb, w);
 		w->tick = event_new(w->base, -1, EV_PERSIST, worker_tick_cb, w);
 	}
+	if (w->inbox_ev != NULL)
+		event_add(w->inbox_ev, NULL);
 	if (w->base == NULL || w->handles == NULL || w->inbox_ev == NULL ||
 	    w->tick == NULL) {
 		worker_free(w);
@@ -253,6 +279,8 @@ worker_free(struct worker *w)
 		event_free(w->drain_ev);
 	if (w->base != NULL)
 		event_base_free(w->base);
+	if (w->inbox_fd > 0)
+		close(w->inbox_fd);
 	worker_free_inbox(w);
 	pthread_mutex_destroy(&w->inbox_lock);
 	for (i = 0; i < w->ngens; i++)
@@ -338,10 +366,16 @@ worker_start(struct worker *w)
 	return 0;
 }
 
+static void
+worker_stop_cb(struct worker *w, void *arg)
+{
+	event_base_loopexit(w->base, NULL);
+}
+
 void
 worker_stop(struct worker *w)
 {
-	event_base_loopexit(w->base, NULL);
+	worker_post(w, worker_stop_cb, NULL);
 }
 
 void
@@ -356,6 +390,7 @@ void
 worker_post(struct worker *w, void (*fn)(struct worker *, void *), void *arg)
 {
 	struct worker_msg *m, **pp;
+	uint64_t one = 1;
 
 	if ((m = calloc(1, sizeof(*m))) == NULL)
 		return;
@@ -366,7 +401,8 @@ worker_post(struct worker *w, void (*fn)(struct worker *, void *), void *arg)
 		;
 	*pp = m;
 	pthread_mutex_unlock(&w->inbox_lock);
-	event_active(w->inbox_ev, EV_READ, 0);
+	/* EAGAIN only when the counter is already non-zero: awake anyway. */
+	(void)!write(w->inbox_fd, &one, sizeof(one));
 }
 
 static void
@@ -374,7 +410,10 @@ worker_inbox_cb(evutil_socket_t fd, short ev, void *arg)
 {
 	struct worker *w = arg;
 	struct worker_msg *m, *next;
+	uint64_t n;
 
+	/* EAGAIN: an earlier wake-up took the count; the list decides. */
+	(void)!read(w->inbox_fd, &n, sizeof(n));
 	pthread_mutex_lock(&w->inbox_lock);
 	m = w->inbox;
 	w->inbox = NULL;

@@ -40,7 +40,8 @@ int		 worker_start(struct worker *);
 /* From another thread: stop the loop, then join. */
 void		 worker_stop(struct worker *);
 void		 worker_join(struct worker *);
-/* Schedule fn(worker, arg) on the worker's own thread. */
+/* Schedule fn(worker, arg) on the worker's own thread.  The only worker
+ * call other threads may make: a worker's event_base has no lock. */
 void		 worker_post(struct worker *, void (*)(struct worker *, void *),
 		    void *arg);
 

@@ -109,10 +109,19 @@ class Handler(http.server.BaseHTTPRequestHandler):
 		pass
 
 
+class Server(http.server.ThreadingHTTPServer):
+	daemon_threads = True
+	request_queue_size = 1024
+
+	def handle_error(self, request, client_address):
+		# wrk resets its connections when a run ends: not news.
+		if not isinstance(sys.exc_info()[1], ConnectionError):
+			http.server.ThreadingHTTPServer.handle_error(self,
+			    request, client_address)
+
+
 def serve_threading(host, port):
-	http.server.ThreadingHTTPServer.daemon_threads = True
-	http.server.ThreadingHTTPServer.request_queue_size = 1024
-	srv = http.server.ThreadingHTTPServer((host, port), Handler)
+	srv = Server((host, port), Handler)
 	signal.signal(signal.SIGTERM, lambda *a: threading.Thread(
 	    target=srv.shutdown).start())
 	try:

@@ -126,7 +126,7 @@ def probe(conn, res):
 	except Closed:
 		return "closed", 0
 	except socket.timeout:
-		return "hung", 0
+		return "stalled", 0
 	except (ValueError, OSError):
 		return "junk", 0
 	e = r.echo()

@@ -193,3 +193,46 @@ class Reload(unittest.TestCase):
 
 if __name__ == "__main__":
 	unittest.main()
+
+
+class ReloadWrk(unittest.TestCase):
+
+	@timeout(30)
+	def test_reload_under_wrk_zero_failures(self):
+		import shutil
+		import subprocess
+		wrk = shutil.which("wrk")
+		if wrk is None:
+			self.skipTest("wrk is not installed")
+		with Daemon({"workers": 2}) as d:
+			self.assertEqual(d.request("GET", "/hello").status, 200)
+			p = subprocess.Popen([wrk, "-t2", "-c16", "-d3s",
+			    "http://127.0.0.1:%d/hello" % d.port],
+			    stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+			try:
+				c = base_conf()
+				for i in range(4):
+					time.sleep(0.5)
+					# Alternate: add a deployment, remove it.
+					if i % 2 == 0:
+						c["deployments"]["extra"] = spawn(
+						    "echo", 1)
+						c["routes"].append({"prefix":
+						    "/extra", "deployment": "extra"})
+					else:
+						del c["deployments"]["extra"]
+						c["routes"].pop()
+					reload(d, conf=c)
+					wait_log(d, "reload %d: every worker "
+					    "switched" % (i + 1))
+				out = p.communicate(timeout=15)[0].decode()
+			finally:
+				if p.poll() is None:
+					p.kill()
+					p.wait()
+			self.assertEqual(p.returncode, 0, out)
+			m = __import__("re").search(r"(\d+) requests in", out)
+			self.assertIsNotNone(m, out)
+			self.assertGreater(int(m.group(1)), 1000, out)
+			self.assertNotIn("Non-2xx", out)
+			self.assertNotIn("Socket errors", out)
