@@ -205,15 +205,18 @@ r=1
 while [ $r -le "$ROUNDS" ]; do
 	for t in $TARGETS; do
 		set -- $(pids_of "$t")
+		be=$(eval "echo \${$#}")	# the backend: the last pid
 		before=$(ticks "$@")
+		before_be=$(ticks "$be")
 		timeout $((DURATION + 30)) wrk -t1 -c"$CONNS" -d"${DURATION}s" \
 		    --latency "$(url_of "$t")" >"$RAW/$t.$r.txt" 2>&1
 		after=$(ticks "$@")
+		after_be=$(ticks "$be")
 		for p in "$@"; do
 			alive "$p" || die "$t: pid $p died during the run"
 		done
-		printf '%s\t%s\t%s\n' "$t" "$r" $((after - before)) \
-		    >>"$RAW/runs.tsv"
+		printf '%s\t%s\t%s\t%s\n' "$t" "$r" $((after - before)) \
+		    $((after_be - before_be)) >>"$RAW/runs.tsv"
 	done
 	r=$((r + 1))
 done
@@ -235,11 +238,11 @@ def ms(v):
 
 ticks = {}
 for line in open(os.path.join(raw, "runs.tsv")):
-	t, r, n = line.split()
-	ticks[(t, int(r))] = int(n)
+	t, r, n, be = line.split()
+	ticks[(t, int(r))] = (int(n), int(be))
 rows, bad = [], 0
 for t in targets.split():
-	rps, p50, p99, cpu, errs = [], [], [], [], 0
+	rps, p50, p99, cpu, becpu, errs = [], [], [], [], [], 0
 	for r in range(1, rounds + 1):
 		text = open(os.path.join(raw, "%s.%d.txt" % (t, r))).read()
 		m = re.search(r"Requests/sec:\s+([\d.]+)", text)
@@ -250,7 +253,9 @@ for t in targets.split():
 		rps.append(float(m.group(1)))
 		p50.append(ms(re.search(r"50%\s+(\S+)", text).group(1)))
 		p99.append(ms(re.search(r"99%\s+(\S+)", text).group(1)))
-		cpu.append(ticks[(t, r)] * 1e6 / hz / int(reqs.group(1)))
+		n = int(reqs.group(1))
+		cpu.append(ticks[(t, r)][0] * 1e6 / hz / n)
+		becpu.append(ticks[(t, r)][1] * 1e6 / hz / n)
 		for e in re.findall(r"Non-2xx or 3xx responses: (\d+)", text):
 			errs += int(e)
 		m = re.search(r"Socket errors: connect (\d+), read (\d+), "
@@ -258,24 +263,27 @@ for t in targets.split():
 		if m:
 			errs += sum(int(x) for x in m.groups())
 	bad += errs
-	rows.append((t, rps, p50, p99, cpu, errs))
+	rows.append((t, rps, p50, p99, cpu, becpu, errs))
 
 base = {t: statistics.median(rps) for t, rps, *_ in rows if rps}
 print("wrk -t1 -c%s -d%ss, GET echo JSON, median of %d rounds "
-    "(min-max); CPU = utime+stime of the server processes per request"
+    "(min-max); CPU = utime+stime per request of the server processes "
+    "(total) and of the replica alone"
     % (conns, duration, rounds))
 print()
-print("| target | req/s | p50 ms | p99 ms | CPU us/req | vs c-replica "
-    "| vs py-asyncio | errors |")
-print("|---|---|---|---|---|---|---|---|")
-for t, rps, p50, p99, cpu, errs in rows:
+print("| target | req/s | p50 ms | p99 ms | CPU us/req | replica us/req "
+    "| vs c-replica | vs py-asyncio | errors |")
+print("|---|---|---|---|---|---|---|---|---|")
+for t, rps, p50, p99, cpu, becpu, errs in rows:
 	if not rps:
-		print("| %s | FAILED | | | | | | %d |" % (t, errs))
+		print("| %s | FAILED | | | | | | | %d |" % (t, errs))
 		continue
 	med = statistics.median(rps)
-	print("| %s | %.0f (%.0f-%.0f) | %.2f | %.2f | %.0f | %.2f | %.2f | "
-	    "%d |" % (t, med, min(rps), max(rps), statistics.median(p50),
+	print("| %s | %.0f (%.0f-%.0f) | %.2f | %.2f | %.0f | %s | %.2f | %.2f "
+	    "| %d |" % (t, med, min(rps), max(rps), statistics.median(p50),
 	    statistics.median(p99), statistics.median(cpu),
+	    "%.0f" % statistics.median(becpu) if t.endswith("-replica")
+	    else "-",
 	    med / base["c-replica"] if "c-replica" in base else 0,
 	    med / base["py-asyncio"] if "py-asyncio" in base else 0, errs))
 sys.exit(1 if bad else 0)

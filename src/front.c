@@ -24,6 +24,7 @@
 #include <event2/event.h>
 
 #include "admin.h"
+#include "deadline.h"
 #include "conf.h"
 #include "front.h"
 #include "handle.h"
@@ -49,7 +50,7 @@ struct front {
 	struct worker	*w;
 	struct bufferevent *bev;
 	struct http1	*parser;
-	struct event	*timer;
+	struct deadline	 timer;		/* header, body, idle or linger */
 	struct event	*resume;	/* deferred work: next request or free */
 	enum front_timer timer_kind;
 	int		 admin;		/* accepted on the admin listener */
@@ -88,21 +89,17 @@ static void
 front_arm(struct front *f, enum front_timer kind)
 {
 	const struct conf_timeouts *t = &worker_conf(f->w)->timeouts;
-	double secs = kind == T_HEADER ? t->header : kind == T_BODY ? t->body :
-	    t->keepalive;
-	struct timeval tv;
 
 	f->timer_kind = kind;
-	tv.tv_sec = (time_t)secs;
-	tv.tv_usec = (suseconds_t)((secs - (double)tv.tv_sec) * 1e6);
-	evtimer_add(f->timer, &tv);
+	deadline_set(&f->timer, kind == T_HEADER ? t->header :
+	    kind == T_BODY ? t->body : t->keepalive);
 }
 
 static void
 front_disarm(struct front *f)
 {
 	f->timer_kind = T_NONE;
-	evtimer_del(f->timer);
+	deadline_clear(&f->timer);
 }
 
 static void
@@ -133,18 +130,6 @@ static void
 front_count_out(struct front *f, size_t before)
 {
 	f->log.bytes_out += evbuffer_get_length(front_out(f)) - before;
-}
-
-static const char *
-front_field(const struct http1_request *r, const char *name)
-{
-	unsigned i;
-
-	for (i = 0; i < r->nfields; i++) {
-		if (strcasecmp(r->fields[i].name, name) == 0)
-			return r->fields[i].value;
-	}
-	return NULL;
 }
 
 /* The request is over (or abandoned): one record for log and metrics. */
@@ -369,19 +354,19 @@ static const struct stream_ops front_stream_ops = {
 
 /* Parser callbacks: the client's request ------------------------------- */
 
+static int
+front_name_is(const struct http1_field *fl, const char *name, size_t len)
+{
+	return fl->name_len == len && strncasecmp(fl->name, name, len) == 0;
+}
+
 /* X-Request-Id from the client if it is sane, else a new one. */
 static void
-front_request_id(struct front *f, const struct http1_request *r)
+front_request_id(struct front *f, const struct http1_field *fl)
 {
-	unsigned i;
 	size_t k;
 
-	for (i = 0; i < r->nfields; i++) {
-		const struct http1_field *fl = &r->fields[i];
-
-		if (strcasecmp(fl->name, "x-request-id") != 0 ||
-		    fl->value_len == 0 || fl->value_len > FRONT_MAX_RID)
-			continue;
+	if (fl != NULL && fl->value_len > 0 && fl->value_len <= FRONT_MAX_RID) {
 		for (k = 0; k < fl->value_len; k++) {
 			if (fl->value[k] <= ' ' || fl->value[k] > '~')
 				break;
@@ -393,6 +378,32 @@ front_request_id(struct front *f, const struct http1_request *r)
 		}
 	}
 	worker_request_id(f->w, f->request_id, sizeof(f->request_id));
+}
+
+/* The few request fields the front itself reads, found in one pass. */
+struct front_fields {
+	const struct http1_field *request_id, *timeout;
+	const char	*user_agent, *referer;
+};
+
+static void
+front_scan_fields(const struct http1_request *r, struct front_fields *ff)
+{
+	const struct http1_field *fl;
+	unsigned i;
+
+	memset(ff, 0, sizeof(*ff));
+	for (i = 0; i < r->nfields; i++) {
+		fl = &r->fields[i];
+		if (front_name_is(fl, "x-request-id", 12))
+			ff->request_id = fl;
+		else if (front_name_is(fl, "user-agent", 10))
+			ff->user_agent = fl->value;
+		else if (front_name_is(fl, "referer", 7))
+			ff->referer = fl->value;
+		else if (front_name_is(fl, "x-request-timeout-seconds", 25))
+			ff->timeout = fl;
+	}
 }
 
 /* The target the replica sees: without the route's prefix if asked. */
@@ -435,17 +446,20 @@ front_target(struct front *f, const struct conf_route *rt,
  * A client may ask for a shorter deadline (x-request-timeout-seconds),
  * never a longer one than the deployment allows.
  */
+/*
+ * A client may ask for a shorter deadline (x-request-timeout-seconds),
+ * never a longer one than the deployment allows.
+ */
 static double
-front_timeout(const struct http1_request *r, double conf_timeout)
+front_timeout(const struct http1_field *fl, double conf_timeout)
 {
-	const char *v = front_field(r, "x-request-timeout-seconds");
 	char *end;
 	double t;
 
-	if (v == NULL)
+	if (fl == NULL)
 		return conf_timeout;
-	t = strtod(v, &end);
-	if (end == v || *end != '\0' || !(t > 0))
+	t = strtod(fl->value, &end);
+	if (end == fl->value || *end != '\0' || !(t > 0))
 		return conf_timeout;
 	return t < conf_timeout ? t : conf_timeout;
 }
@@ -456,20 +470,22 @@ front_req_head(void *arg, struct http1_request *r)
 	struct front *f = arg;
 	const struct conf_route *rt;
 	struct stream_info info;
+	struct front_fields ff;
 	struct handle *h;
 
+	front_scan_fields(r, &ff);
 	f->req = r;
 	f->log.t_start = front_now(f);
 	f->log.method = r->method;
 	f->log.target = r->target;
 	f->log.target_len = r->target_len;
 	f->log.minor = r->minor;
-	f->log.user_agent = front_field(r, "user-agent");
-	f->log.referer = front_field(r, "referer");
+	f->log.user_agent = ff.user_agent;
+	f->log.referer = ff.referer;
 	f->minor = r->minor;
 	f->is_head = r->is_head;
 	f->keep_alive = r->keep_alive;
-	front_request_id(f, r);
+	front_request_id(f, ff.request_id);
 	front_arm(f, T_BODY);
 	if (r->nfields > WIRE_MAX_FIELDS - 2)
 		return 431;
@@ -499,7 +515,7 @@ front_req_head(void *arg, struct http1_request *r)
 	info.target = front_target(f, rt, r, &info.target_len);
 	info.request_id = f->request_id;
 	info.client_addr = f->peer;
-	info.timeout = front_timeout(r, handle_request_timeout(h));
+	info.timeout = front_timeout(ff.timeout, handle_request_timeout(h));
 	if ((f->stream = stream_new(f->w, &info, &front_stream_ops, f)) == NULL) {
 		f->local_status = 503;
 		f->local_why = "out of memory";
@@ -571,7 +587,7 @@ front_free(struct front *f)
 		stream_abort(f->stream);
 	http1_free(f->parser);
 	bufferevent_free(f->bev);
-	event_free(f->timer);
+	deadline_del(&f->timer);
 	event_free(f->resume);
 	free(f->target);
 	worker_conn_close(f->w);
@@ -726,6 +742,8 @@ front_timer_cb(evutil_socket_t fd, short ev, void *arg)
 {
 	struct front *f = arg;
 
+	if (!deadline_expired(&f->timer))
+		return;
 	if (f->closing) {
 		front_free(f);		/* the client stopped reading */
 		return;
@@ -787,18 +805,15 @@ front_accept(struct worker *w, int fd, const struct sockaddr *sa, int socklen,
 	f->parser = http1_new(&lim, &front_http1_callbacks, f);
 	f->bev = bufferevent_socket_new(worker_base(w), fd,
 	    BEV_OPT_CLOSE_ON_FREE);
-	f->timer = evtimer_new(worker_base(w), front_timer_cb, f);
+	deadline_init(&f->timer, worker_base(w), front_timer_cb, f);
 	f->resume = event_new(worker_base(w), -1, 0, front_resume_cb, f);
-	if (f->parser == NULL || f->bev == NULL || f->timer == NULL ||
-	    f->resume == NULL) {
+	if (f->parser == NULL || f->bev == NULL || f->resume == NULL) {
 		if (f->bev == NULL)
 			evutil_closesocket(fd);
 		else
 			bufferevent_free(f->bev);
 		if (f->parser != NULL)
 			http1_free(f->parser);
-		if (f->timer != NULL)
-			event_free(f->timer);
 		if (f->resume != NULL)
 			event_free(f->resume);
 		worker_conn_close(w);

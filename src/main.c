@@ -28,6 +28,9 @@
 #include <time.h>
 #include <unistd.h>
 #include <sys/stat.h>
+#include <sys/un.h>
+
+#include <netinet/in.h>
 
 #include <event2/event.h>
 #include <event2/thread.h>
@@ -49,6 +52,7 @@
 #define DRAIN_TICK_MS		50
 #define STATUS_EVERY_SEC	5
 #define NSIGNALS		5
+#define MAX_INHERITED		64
 
 struct reload_job;
 
@@ -74,6 +78,8 @@ struct daemon {
 	struct event	*watchdog_ev;
 	struct event	*status_ev;
 	unsigned	 beats[CONF_MAX_WORKERS];
+	int		 inherited[MAX_INHERITED];	/* socket activation */
+	unsigned	 ninherited;
 };
 
 /* One reload on its way to the workers. */
@@ -138,10 +144,76 @@ daemon_runtime_dir(struct daemon *d, char *err, size_t errlen)
 	return 0;
 }
 
+static int
+daemon_same_addr(const struct sockaddr_storage *a, const struct net_addr *b)
+{
+	const struct sockaddr_in *a4 = (const void *)a, *b4 = (const void *)&b->ss;
+	const struct sockaddr_in6 *a6 = (const void *)a,
+	    *b6 = (const void *)&b->ss;
+	const struct sockaddr_un *au = (const void *)a,
+	    *bu = (const void *)&b->ss;
+
+	if (a->ss_family != b->ss.ss_family)
+		return 0;
+	switch (a->ss_family) {
+	case AF_INET:
+		return a4->sin_port == b4->sin_port &&
+		    a4->sin_addr.s_addr == b4->sin_addr.s_addr;
+	case AF_INET6:
+		return a6->sin6_port == b6->sin6_port &&
+		    memcmp(&a6->sin6_addr, &b6->sin6_addr,
+		    sizeof(a6->sin6_addr)) == 0;
+	case AF_UNIX:
+		return strncmp(au->sun_path, bu->sun_path,
+		    sizeof(au->sun_path)) == 0;
+	}
+	return 0;
+}
+
+/* A socket systemd passed us for this address (taken), or -1. */
+static int
+daemon_inherited(struct daemon *d, const struct net_addr *addr)
+{
+	struct sockaddr_storage ss;
+	socklen_t len;
+	unsigned i;
+	int fd;
+
+	for (i = 0; i < d->ninherited; i++) {
+		if ((fd = d->inherited[i]) == -1)
+			continue;
+		len = sizeof(ss);
+		memset(&ss, 0, sizeof(ss));
+		if (getsockname(fd, (struct sockaddr *)&ss, &len) == 0 &&
+		    daemon_same_addr(&ss, addr)) {
+			d->inherited[i] = -1;
+			return fd;
+		}
+	}
+	return -1;
+}
+
+/* Passed sockets no listen address wanted. */
+static void
+daemon_close_inherited(struct daemon *d)
+{
+	unsigned i;
+
+	for (i = 0; i < d->ninherited; i++) {
+		if (d->inherited[i] == -1)
+			continue;
+		log_warnx("socket activation: descriptor %d matches no listen "
+		    "address in the conf: closed", d->inherited[i]);
+		close(d->inherited[i]);
+		d->inherited[i] = -1;
+	}
+}
+
 /*
  * Bind one socket per worker per TCP address (SO_REUSEPORT lets the kernel
- * spread connections); a unix socket can be bound once, so the workers
- * share it through dup()ed descriptors.
+ * spread connections); a unix socket can be bound once, and so can a
+ * socket systemd passed us, so the workers share those through dup()ed
+ * descriptors.
  */
 static int
 daemon_listen(struct daemon *d, const char *key, const char *text, int admin,
@@ -149,14 +221,17 @@ daemon_listen(struct daemon *d, const char *key, const char *text, int admin,
 {
 	struct net_addr addr;
 	unsigned i, n = admin ? 1 : d->nworkers;
-	int fd = -1, shared;
+	int fd = -1, shared, passed;
 	char msg[512] = "";
 
 	if (net_addr_parse(text, &addr, msg, sizeof(msg)) == -1)
 		goto fail;
-	shared = net_addr_is_unix(&addr);
+	passed = daemon_inherited(d, &addr);
+	shared = passed != -1 || net_addr_is_unix(&addr);
 	for (i = 0; i < n; i++) {
-		if (shared && i > 0)
+		if (i == 0 && passed != -1)
+			fd = passed;
+		else if (shared && i > 0)
 			fd = dup(fd);
 		else
 			fd = net_listen(&addr, n > 1, msg, sizeof(msg));
@@ -173,7 +248,8 @@ daemon_listen(struct daemon *d, const char *key, const char *text, int admin,
 			goto fail;
 		}
 	}
-	log_info("listening on %s%s", text, admin ? " (admin)" : "");
+	log_info("listening on %s%s%s", text, admin ? " (admin)" : "",
+	    passed != -1 ? " (socket from systemd)" : "");
 	return 0;
 fail:
 	snprintf(err, errlen, "cannot listen: %s: %s", key, msg);
@@ -246,6 +322,7 @@ daemon_start_workers(struct daemon *d, char *err, size_t errlen)
 	if (c->admin != NULL &&
 	    daemon_listen(d, "admin", c->admin, 1, err, errlen) == -1)
 		return -1;
+	daemon_close_inherited(d);
 	for (i = 0; i < c->ndeployments; i++) {
 		if (!c->deployments[i].prewarm)
 			continue;
@@ -836,6 +913,8 @@ main(int argc, char **argv)
 	log_init(level < 0 ? LOG_LEVEL_INFO : level);
 	/* Before any replica is spawned: they must not see NOTIFY_SOCKET. */
 	sdnotify_init();
+	for (i = 0; i < sdnotify_listen_fds() && i < MAX_INHERITED; i++)
+		d.inherited[d.ninherited++] = 3 + (int)i;
 	signal(SIGPIPE, SIG_IGN);
 	evthread_use_pthreads();
 	if ((d.base = event_base_new()) == NULL || daemon_signals(&d) == -1)

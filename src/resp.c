@@ -40,6 +40,56 @@ static const struct resp_status resp_statuses[] = {
 	{ 504, "Gateway Timeout" }, { 505, "HTTP Version Not Supported" },
 };
 
+/* Decimal digits of v into buf (no NUL); returns the length. */
+static size_t
+resp_u64(char *buf, uint64_t v)
+{
+	char tmp[20];
+	size_t n = 0, i;
+
+	do {
+		tmp[n++] = (char)('0' + v % 10);
+		v /= 10;
+	} while (v != 0);
+	for (i = 0; i < n; i++)
+		buf[i] = tmp[n - 1 - i];
+	return n;
+}
+
+/* "HTTP/1.x NNN Reason\r\n" without printf: it is on every response. */
+static void
+resp_status_line(struct evbuffer *out, int minor, int status)
+{
+	const char *reason = resp_reason(status);
+	char line[64];
+	size_t n, rlen = strlen(reason);
+
+	memcpy(line, "HTTP/1.1 ", 9);
+	line[7] = minor == 0 ? '0' : '1';
+	n = 9 + resp_u64(line + 9, (uint64_t)status);
+	line[n++] = ' ';
+	if (n + rlen + 2 > sizeof(line))
+		rlen = sizeof(line) - n - 2;
+	memcpy(line + n, reason, rlen);
+	n += rlen;
+	line[n++] = '\r';
+	line[n++] = '\n';
+	evbuffer_add(out, line, n);
+}
+
+static void
+resp_content_length_field(struct evbuffer *out, uint64_t clen)
+{
+	char line[48];
+	size_t n;
+
+	memcpy(line, "content-length: ", 16);
+	n = 16 + resp_u64(line + 16, clen);
+	line[n++] = '\r';
+	line[n++] = '\n';
+	evbuffer_add(out, line, n);
+}
+
 const char *
 resp_reason(int status)
 {
@@ -57,18 +107,27 @@ resp_reason(int status)
 int
 resp_is_hop_by_hop(const char *name, size_t len)
 {
-	static const char *hop[] = {
-		"connection", "keep-alive", "proxy-connection", "te",
-		"trailer", "transfer-encoding", "upgrade",
-		"proxy-authenticate", "proxy-authorization",
-	};
-	size_t i;
-
-	for (i = 0; i < sizeof(hop) / sizeof(hop[0]); i++) {
-		if (strlen(hop[i]) == len && strncasecmp(hop[i], name, len) == 0)
-			return 1;
+	/* By length first: most fields are rejected without a compare. */
+	switch (len) {
+	case 2:
+		return strncasecmp(name, "te", 2) == 0;
+	case 7:
+		return strncasecmp(name, "trailer", 7) == 0 ||
+		    strncasecmp(name, "upgrade", 7) == 0;
+	case 10:
+		return strncasecmp(name, "connection", 10) == 0 ||
+		    strncasecmp(name, "keep-alive", 10) == 0;
+	case 16:
+		return strncasecmp(name, "proxy-connection", 16) == 0;
+	case 17:
+		return strncasecmp(name, "transfer-encoding", 17) == 0;
+	case 18:
+		return strncasecmp(name, "proxy-authenticate", 18) == 0;
+	case 19:
+		return strncasecmp(name, "proxy-authorization", 19) == 0;
+	default:
+		return 0;
 	}
-	return 0;
 }
 
 static int
@@ -111,8 +170,7 @@ resp_head(struct evbuffer *out, int minor, int status,
 	unsigned i;
 	int have_rid = 0;
 
-	evbuffer_add_printf(out, "HTTP/1.%d %d %s\r\n", minor, status,
-	    resp_reason(status));
+	resp_status_line(out, minor, status);
 	for (i = 0; i < n; i++) {
 		if (resp_is_hop_by_hop(f[i].name.p, f[i].name.len) ||
 		    resp_field_is(&f[i], "content-length"))
@@ -124,11 +182,13 @@ resp_head(struct evbuffer *out, int minor, int status,
 		evbuffer_add(out, f[i].value.p, f[i].value.len);
 		evbuffer_add(out, "\r\n", 2);
 	}
-	if (!have_rid && request_id != NULL)
-		evbuffer_add_printf(out, "x-request-id: %s\r\n", request_id);
+	if (!have_rid && request_id != NULL) {
+		evbuffer_add(out, "x-request-id: ", 14);
+		evbuffer_add(out, request_id, strlen(request_id));
+		evbuffer_add(out, "\r\n", 2);
+	}
 	if (clen >= 0 && (framing == RESP_LENGTH || framing == RESP_NONE))
-		evbuffer_add_printf(out, "content-length: %lld\r\n",
-		    (long long)clen);
+		resp_content_length_field(out, (uint64_t)clen);
 	else if (framing == RESP_CHUNKED)
 		evbuffer_add(out, "transfer-encoding: chunked\r\n", 28);
 	if (!keep_alive)
@@ -142,11 +202,21 @@ resp_head(struct evbuffer *out, int minor, int status,
 void
 resp_chunk(struct evbuffer *out, struct evbuffer *data)
 {
-	size_t n = evbuffer_get_length(data);
+	static const char hex[] = "0123456789abcdef";
+	size_t n = evbuffer_get_length(data), k = 0, i;
+	char line[20], tmp[16];
 
 	if (n == 0)
 		return;
-	evbuffer_add_printf(out, "%zx\r\n", n);
+	do {
+		tmp[k++] = hex[n & 15];
+		n >>= 4;
+	} while (n != 0);
+	for (i = 0; i < k; i++)
+		line[i] = tmp[k - 1 - i];
+	line[k++] = '\r';
+	line[k++] = '\n';
+	evbuffer_add(out, line, k);
 	evbuffer_add_buffer(out, data);
 	evbuffer_add(out, "\r\n", 2);
 }

@@ -1,6 +1,7 @@
 /*
  * sdnotify.c -- systemd notifications (see sdnotify.h).
  */
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -13,10 +14,35 @@
 
 #include "sdnotify.h"
 
+#define SD_LISTEN_FDS_START	3
+#define SD_LISTEN_FDS_MAX	64
+
 static int		 sd_fd = -1;
 static struct sockaddr_un sd_addr;
 static socklen_t	 sd_addrlen;
 static uint64_t		 sd_watchdog_usec;
+static unsigned		 sd_nlisten;
+
+/* As sd_listen_fds(3): only if the variables were meant for us. */
+static void
+sdnotify_init_listen(void)
+{
+	const char *pid = getenv("LISTEN_PID"), *fds = getenv("LISTEN_FDS");
+	long n;
+	int fd, fl;
+
+	if (pid == NULL || fds == NULL || atol(pid) != (long)getpid())
+		return;
+	n = atol(fds);
+	if (n <= 0 || n > SD_LISTEN_FDS_MAX)
+		return;
+	for (fd = SD_LISTEN_FDS_START; fd < SD_LISTEN_FDS_START + n; fd++) {
+		fcntl(fd, F_SETFD, FD_CLOEXEC);
+		if ((fl = fcntl(fd, F_GETFL)) != -1)
+			fcntl(fd, F_SETFL, fl | O_NONBLOCK);
+	}
+	sd_nlisten = (unsigned)n;
+}
 
 void
 sdnotify_init(void)
@@ -40,9 +66,19 @@ sdnotify_init(void)
 		    sun_path) + len + (path[0] == '/'));
 		sd_fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
 	}
+	sdnotify_init_listen();
 	unsetenv("NOTIFY_SOCKET");
 	unsetenv("WATCHDOG_USEC");
 	unsetenv("WATCHDOG_PID");
+	unsetenv("LISTEN_PID");
+	unsetenv("LISTEN_FDS");
+	unsetenv("LISTEN_FDNAMES");
+}
+
+unsigned
+sdnotify_listen_fds(void)
+{
+	return sd_nlisten;
 }
 
 void

@@ -4,7 +4,8 @@
  * The sd_notify(3) protocol spoken directly (one datagram to the unix
  * socket named by $NOTIFY_SOCKET), so there is no library to link.
  * Everything is a no-op when not started by systemd.  sdnotify_init()
- * reads and then removes NOTIFY_SOCKET, WATCHDOG_USEC and WATCHDOG_PID
+ * reads and then removes NOTIFY_SOCKET, WATCHDOG_USEC, WATCHDOG_PID and the
+ * socket activation variables (LISTEN_PID, LISTEN_FDS, LISTEN_FDNAMES)
  * from the environment, so spawned replicas do not inherit them.
  */
 #ifndef INGRESSD_SDNOTIFY_H
@@ -20,6 +21,9 @@ void	 sdnotify_stopping(void);
 void	 sdnotify_watchdog(void);
 /* WatchdogSec= in microseconds (0: no watchdog for us). */
 uint64_t sdnotify_watchdog_usec(void);
+/* Sockets passed by socket activation: descriptors 3 .. 3 + n - 1, made
+ * close-on-exec and non-blocking.  0 when none were passed. */
+unsigned sdnotify_listen_fds(void);
 void	 sdnotify_status(const char *, ...)
 	    __attribute__((format(printf, 1, 2)));
 

@@ -13,7 +13,9 @@
 
 #include <event2/buffer.h>
 #include <event2/event.h>
+#include <event2/event_struct.h>
 
+#include "deadline.h"
 #include "handle.h"
 #include "http1.h"
 #include "resp.h"
@@ -37,7 +39,7 @@ struct stream {
 	int		 body_end;	/* the client's body is complete */
 	int		 end_sent;	/* our END (or FLAG_END) is out */
 	int		 responded;	/* RESPONSE arrived */
-	struct event	*timer;
+	struct deadline	 timer;
 	struct stream	*qnext;
 	uint64_t	 sent_at;
 	unsigned	 tries;		/* retries so far */
@@ -61,11 +63,7 @@ static void	stream_timer_cb(evutil_socket_t, short, void *);
 static void
 stream_arm(struct stream *s, double seconds)
 {
-	struct timeval tv;
-
-	tv.tv_sec = (time_t)seconds;
-	tv.tv_usec = (suseconds_t)((seconds - (double)tv.tv_sec) * 1e6);
-	evtimer_add(s->timer, &tv);
+	deadline_set(&s->timer, seconds);
 }
 
 struct stream *
@@ -82,11 +80,7 @@ stream_new(struct worker *w, const struct stream_info *info,
 	s->info = *info;
 	s->ops = ops;
 	s->arg = arg;
-	s->timer = evtimer_new(worker_base(w), stream_timer_cb, s);
-	if (s->timer == NULL) {
-		free(s);
-		return NULL;
-	}
+	deadline_init(&s->timer, worker_base(w), stream_timer_cb, s);
 	return s;
 }
 
@@ -99,7 +93,7 @@ stream_free(struct stream *s)
 		evbuffer_free(s->pending);
 	if (s->replay != NULL)
 		evbuffer_free(s->replay);
-	event_free(s->timer);
+	deadline_del(&s->timer);
 	free(s);
 }
 
@@ -237,28 +231,27 @@ stream_body_end(struct stream *s)
 
 /* Names listed in the Connection header are hop-by-hop too. */
 static int
-stream_conn_listed(const struct http1_request *r, const char *name,
+stream_conn_listed(const char *conn, size_t clen, const char *name,
     size_t len)
 {
-	const char *p, *e, *t;
-	unsigned i;
+	const char *p = conn, *e = conn + clen, *t;
 
-	for (i = 0; i < r->nfields; i++) {
-		if (strcasecmp(r->fields[i].name, "connection") != 0)
-			continue;
-		p = r->fields[i].value;
-		e = p + r->fields[i].value_len;
-		while (p < e) {
-			while (p < e && (*p == ' ' || *p == '\t' || *p == ','))
-				p++;
-			t = p;
-			while (p < e && *p != ',' && *p != ' ' && *p != '\t')
-				p++;
-			if ((size_t)(p - t) == len && strncasecmp(t, name, len) == 0)
-				return 1;
-		}
+	while (p < e) {
+		while (p < e && (*p == ' ' || *p == '\t' || *p == ','))
+			p++;
+		t = p;
+		while (p < e && *p != ',' && *p != ' ' && *p != '\t')
+			p++;
+		if ((size_t)(p - t) == len && strncasecmp(t, name, len) == 0)
+			return 1;
 	}
 	return 0;
+}
+
+static int
+stream_name_is(const struct http1_field *f, const char *name, size_t len)
+{
+	return f->name_len == len && strncasecmp(f->name, name, len) == 0;
 }
 
 static void
@@ -281,38 +274,52 @@ stream_encode(struct stream *s, uint32_t id, struct evbuffer *out)
 	struct wire_field fields[WIRE_MAX_FIELDS];
 	struct wire_request wr;
 	struct evbuffer_iovec iov;
-	char *xff = NULL;
-	const char *prev = NULL;
-	size_t prevlen = 0, size, n, xfflen;
+	char *xff = NULL, xffbuf[256];
+	const char *prev = NULL, *conn = NULL;
+	size_t prevlen = 0, connlen = 0, size, n, xfflen;
 	unsigned i, nf = 0;
 	uint8_t flags = 0;
 	int rv = -1;
 
+	for (i = 0; i < r->nfields; i++) {
+		if (stream_name_is(&r->fields[i], "connection", 10)) {
+			conn = r->fields[i].value;
+			connlen = r->fields[i].value_len;
+		}
+	}
 	for (i = 0; i < r->nfields && nf < WIRE_MAX_FIELDS - 2; i++) {
 		const struct http1_field *f = &r->fields[i];
 
-		if (strcasecmp(f->name, "x-forwarded-for") == 0) {
+		if (stream_name_is(f, "x-forwarded-for", 15)) {
 			prev = f->value;
 			prevlen = f->value_len;
 			continue;
 		}
 		if (resp_is_hop_by_hop(f->name, f->name_len) ||
-		    strcasecmp(f->name, "x-forwarded-proto") == 0 ||
-		    strcasecmp(f->name, "x-request-id") == 0 ||
-		    stream_conn_listed(r, f->name, f->name_len))
+		    stream_name_is(f, "x-forwarded-proto", 17) ||
+		    stream_name_is(f, "x-request-id", 12) ||
+		    (conn != NULL && stream_conn_listed(conn, connlen, f->name,
+		    f->name_len)))
 			continue;
 		stream_str(&fields[nf].name, f->name, f->name_len);
 		stream_str(&fields[nf].value, f->value, f->value_len);
 		nf++;
 	}
 	xfflen = prevlen + strlen(s->info.client_addr) + 3;
-	if ((xff = malloc(xfflen)) == NULL)
+	if (xfflen <= sizeof(xffbuf))
+		xff = xffbuf;
+	else if ((xff = malloc(xfflen)) == NULL)
 		return -1;
-	if (prev != NULL)
-		xfflen = (size_t)snprintf(xff, xfflen, "%.*s, %s", (int)prevlen,
-		    prev, s->info.client_addr);
-	else
-		xfflen = (size_t)snprintf(xff, xfflen, "%s", s->info.client_addr);
+	/* "previous, client" or "client" */
+	n = strlen(s->info.client_addr);
+	xfflen = 0;
+	if (prev != NULL) {
+		memcpy(xff, prev, prevlen);
+		memcpy(xff + prevlen, ", ", 2);
+		xfflen = prevlen + 2;
+	}
+	memcpy(xff + xfflen, s->info.client_addr, n);
+	xfflen += n;
 	stream_str(&fields[nf].name, "x-forwarded-for", 15);
 	stream_str(&fields[nf++].value, xff, xfflen);
 	stream_str(&fields[nf].name, "x-forwarded-proto", 17);
@@ -341,7 +348,8 @@ stream_encode(struct stream *s, uint32_t id, struct evbuffer *out)
 	evbuffer_commit_space(out, &iov, 1);
 	rv = 0;
 done:
-	free(xff);
+	if (xff != xffbuf)
+		free(xff);
 	return rv;
 }
 
@@ -462,7 +470,7 @@ void
 stream_on_end(struct stream *s)
 {
 	s->state = S_DONE;
-	evtimer_del(s->timer);
+	deadline_clear(&s->timer);
 	s->ops->on_end(s->arg);
 }
 
@@ -470,7 +478,7 @@ void
 stream_on_fail(struct stream *s, int status, const char *why)
 {
 	s->state = S_DONE;
-	evtimer_del(s->timer);
+	deadline_clear(&s->timer);
 	s->ops->on_fail(s->arg, status, why);
 }
 
@@ -479,6 +487,8 @@ stream_timer_cb(evutil_socket_t fd, short ev, void *arg)
 {
 	struct stream *s = arg;
 
+	if (!deadline_expired(&s->timer))
+		return;
 	switch (s->state) {
 	case S_QUEUED:
 		handle_dequeue(s->h, s);

@@ -66,15 +66,6 @@ static void	upstream_read_cb(struct bufferevent *, void *);
 static void	upstream_event_cb(struct bufferevent *, short, void *);
 static void	upstream_timer_cb(evutil_socket_t, short, void *);
 
-/* Counts what is queued, so a failure can tell what reached the socket. */
-static void
-upstream_out_cb(struct evbuffer *buf, const struct evbuffer_cb_info *info,
-    void *arg)
-{
-	struct upstream *up = arg;
-
-	up->out_added += info->n_added;
-}
 
 static const char *state_names[] = {
 	"idle", "connecting", "warming", "ready", "down",
@@ -121,6 +112,15 @@ upstream_arm(struct upstream *up, double seconds)
 	tv.tv_sec = (time_t)seconds;
 	tv.tv_usec = (suseconds_t)((seconds - (double)tv.tv_sec) * 1e6);
 	evtimer_add(up->timer, &tv);
+}
+
+/* Every byte queued to the replica goes through here, counted, so that a
+ * failure can tell which requests never reached the socket. */
+static void
+upstream_write(struct upstream *up, const void *p, size_t n)
+{
+	evbuffer_add(bufferevent_get_output(up->bev), p, n);
+	up->out_added += n;
 }
 
 struct upstream *
@@ -255,7 +255,6 @@ upstream_connect(struct upstream *up)
 	}
 	bufferevent_setcb(up->bev, upstream_read_cb, NULL, upstream_event_cb, up);
 	up->out_added = 0;
-	evbuffer_add_cb(bufferevent_get_output(up->bev), upstream_out_cb, up);
 	bufferevent_enable(up->bev, EV_READ | EV_WRITE);
 	upstream_set_state(up, UPSTREAM_CONNECTING);
 	upstream_arm(up, conf->timeouts.connect);
@@ -272,7 +271,7 @@ upstream_send_ping(struct upstream *up)
 
 	memcpy(up->ping_opaque, &v, 8);
 	wire_encode_ping(frame, WIRE_PING, up->ping_opaque);
-	bufferevent_write(up->bev, frame, sizeof(frame));
+	upstream_write(up, frame, sizeof(frame));
 	up->ping_out++;
 	atomic_store_explicit(&up->st->pings,
 	    atomic_load_explicit(&up->st->pings, memory_order_relaxed) + 1,
@@ -295,7 +294,7 @@ upstream_warm(struct upstream *up)
 	hello.replica_id.p = "ingressd";
 	hello.replica_id.len = 8;
 	n = wire_encode_hello(buf, &hello);
-	bufferevent_write(up->bev, buf, n);
+	upstream_write(up, buf, n);
 	upstream_send_ping(up);
 	upstream_set_state(up, UPSTREAM_WARMING);
 }
@@ -451,6 +450,8 @@ upstream_count_in_flight(struct upstream *up)
 int
 upstream_attach(struct upstream *up, struct stream *s)
 {
+	struct evbuffer *out;
+	size_t before;
 	uint32_t id;
 
 	if (!upstream_is_ready(up) || up->in_flight >= up->cap)
@@ -462,9 +463,12 @@ upstream_attach(struct upstream *up, struct stream *s)
 	while (up->slots[up->next_id & (up->nslots - 1)] != NULL)
 		up->next_id++;
 	id = up->next_id++;
+	out = bufferevent_get_output(up->bev);
+	before = evbuffer_get_length(out);
 	stream_set_sent_at(s, up->out_added);
-	if (stream_encode(s, id, bufferevent_get_output(up->bev)) == -1)
+	if (stream_encode(s, id, out) == -1)
 		return -1;
+	up->out_added += evbuffer_get_length(out) - before;
 	up->slots[id & (up->nslots - 1)] = s;
 	up->in_flight++;
 	upstream_count_in_flight(up);
@@ -506,15 +510,14 @@ upstream_detach(struct upstream *up, uint32_t id)
 void
 upstream_send_data(struct upstream *up, uint32_t id, const void *p, size_t n)
 {
-	struct evbuffer *out = bufferevent_get_output(up->bev);
 	uint8_t hdr[WIRE_HEADER_SIZE];
 	size_t piece;
 
 	while (n > 0) {
 		piece = n < WIRE_MAX_DATA ? n : WIRE_MAX_DATA;
 		wire_encode_header(hdr, (uint32_t)piece, WIRE_DATA, 0, id);
-		evbuffer_add(out, hdr, sizeof(hdr));
-		evbuffer_add(out, p, piece);
+		upstream_write(up, hdr, sizeof(hdr));
+		upstream_write(up, p, piece);
 		p = (const char *)p + piece;
 		n -= piece;
 	}
@@ -526,7 +529,7 @@ upstream_send_end(struct upstream *up, uint32_t id)
 	uint8_t hdr[WIRE_HEADER_SIZE];
 
 	wire_encode_header(hdr, 0, WIRE_END, 0, id);
-	bufferevent_write(up->bev, hdr, sizeof(hdr));
+	upstream_write(up, hdr, sizeof(hdr));
 }
 
 void
@@ -535,7 +538,7 @@ upstream_send_window(struct upstream *up, uint32_t id, uint32_t n)
 	uint8_t frame[WIRE_HEADER_SIZE + 4];
 
 	wire_encode_window(frame, id, n);
-	bufferevent_write(up->bev, frame, sizeof(frame));
+	upstream_write(up, frame, sizeof(frame));
 }
 
 void
@@ -549,7 +552,7 @@ upstream_cancel(struct upstream *up, struct stream *s)
 	upstream_detach(up, id);
 	if (up->bev != NULL) {
 		wire_encode_cancel(frame, id, WIRE_CODE_CANCEL);
-		bufferevent_write(up->bev, frame, sizeof(frame));
+		upstream_write(up, frame, sizeof(frame));
 	}
 }
 
@@ -568,7 +571,7 @@ upstream_protocol_error(struct upstream *up, const char *what, int rc)
 	e.text.p = text;
 	e.text.len = strlen(text);
 	if ((n = wire_encode_error(buf, 0, &e)) > 0 && up->bev != NULL) {
-		bufferevent_write(up->bev, buf, n);
+		upstream_write(up, buf, n);
 		bufferevent_flush(up->bev, EV_WRITE, BEV_FLUSH);
 	}
 	upstream_fail(up, text);
@@ -623,7 +626,7 @@ upstream_on_ping(struct upstream *up, const struct wire_frame *f)
 	if (wire_decode_ping(f, opaque) != WIRE_OK)
 		return;
 	wire_encode_ping(frame, WIRE_PONG, opaque);
-	bufferevent_write(up->bev, frame, sizeof(frame));
+	upstream_write(up, frame, sizeof(frame));
 }
 
 static void

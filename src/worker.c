@@ -482,8 +482,21 @@ worker_rng(struct worker *w)
 void
 worker_request_id(struct worker *w, char *buf, size_t len)
 {
-	snprintf(buf, len, "%08x%012llx", w->rid_prefix,
-	    (unsigned long long)(++w->rid_counter & 0xffffffffffffULL));
+	static const char hex[] = "0123456789abcdef";
+	uint64_t v = ((uint64_t)w->rid_prefix << 32) |
+	    (++w->rid_counter & 0xffffffffULL);
+	int i;
+
+	/* 16 hex digits: a random per-worker prefix and a counter; no
+	 * printf on the per-request path. */
+	if (len < 17) {
+		if (len > 0)
+			buf[0] = '\0';
+		return;
+	}
+	for (i = 15; i >= 0; i--, v >>= 4)
+		buf[i] = hex[v & 15];
+	buf[16] = '\0';
 }
 
 int

@@ -3,7 +3,8 @@
  *
  * 200 application/json:
  *   {"method","path","query","headers":{lowercased name: value},
- *    "body_length","body","replica","deployment","request_id","conn_pings"}
+ *    "body_length","body","replica","deployment","request_id","conn_pings",
+ *    "deadline_ms"}
  * "body" is there only when the body is at most 65536 bytes of valid UTF-8.
  * "deployment" is the REQUEST's, or the replica's when the REQUEST's is
  * empty.
@@ -142,6 +143,8 @@ echo_json(struct replica_req *q, struct echo *e)
 	    strlen(replica_req_request_id(q))));
 	json_object_set_new(o, "conn_pings",
 	    json_integer(replica_req_conn_pings(q)));
+	json_object_set_new(o, "deadline_ms",
+	    json_integer(replica_req_deadline_ms(q)));
 	s = json_dumps(o, JSON_COMPACT);
 	json_decref(o);
 	return s;

@@ -979,3 +979,151 @@ def _parse_sample(line):
 def metric(samples, name, **labels):
 	"""The value of one sample (0.0 when absent)."""
 	return samples.get((name, frozenset(labels.items())), 0.0)
+
+
+# ---------------------------------------------------------------- resilience
+# (issue 4: balancing, backpressure, deadlines, failures, flow control)
+
+
+class BadReplica:
+	"""tests/integ/bad_replica.py run by hand on a unix socket in a
+	private directory (for `endpoints` deployments).  mode: see that
+	file.  events() reads the JSON lines it reports."""
+
+	def __init__(self, mode, rid=None, args=()):
+		import sys
+		self.python = sys.executable
+		self.dir = tempfile.mkdtemp(prefix="ingressd-bad-")
+		self.path = os.path.join(self.dir, "bad.sock")
+		self.listen = "unix:" + self.path
+		self.mode = mode
+		self.rid = rid or "bad-" + mode
+		self.args = list(args)
+		self.report = os.path.join(self.dir, "events.jsonl")
+		self.proc = None
+		self.logfile = None
+
+	def start(self, timeout=5.0):
+		self.log = log_path("bad-replica-" + self.mode)
+		self.logfile = open(self.log, "wb")
+		script = os.path.join(ROOT, "tests", "integ", "bad_replica.py")
+		self.proc = subprocess.Popen([self.python, script, "--listen",
+		    self.listen, "--mode", self.mode, "--id", self.rid,
+		    "--report", self.report] + self.args, cwd=ROOT,
+		    stdin=subprocess.DEVNULL, stdout=self.logfile,
+		    stderr=self.logfile)
+		_register(self.proc)
+
+		def ready():
+			if self.proc.poll() is not None:
+				raise AssertionError("bad replica exited with %d"
+				    % self.proc.returncode)
+			return self.events("listening") and \
+			    os.path.exists(self.path)
+		wait_until(ready, timeout, what="bad replica listening")
+		return self
+
+	def events(self, kind=None):
+		out = []
+		try:
+			with open(self.report) as f:
+				for line in f:
+					if not line.endswith("\n"):
+						break	# being written
+					ev = json.loads(line)
+					if kind is None or ev["event"] == kind:
+						out.append(ev)
+		except FileNotFoundError:
+			pass
+		return out
+
+	def wait_event(self, kind, timeout=5.0):
+		return wait_until(lambda: self.events(kind), timeout,
+		    what="bad replica event %r" % kind)
+
+	def stop(self):
+		if self.proc and self.proc.poll() is None:
+			self.proc.kill()
+			try:
+				self.proc.wait(timeout=5)
+			except subprocess.TimeoutExpired:
+				pass
+		if self.logfile:
+			self.logfile.close()
+		shutil.rmtree(self.dir, ignore_errors=True)
+
+	def __enter__(self):
+		try:
+			return self.start()
+		except BaseException:
+			self.stop()
+			raise
+
+	def __exit__(self, *exc):
+		self.stop()
+		return False
+
+
+def rss_kb(pid):
+	"""VmRSS of pid in kB (0 when it cannot be read)."""
+	try:
+		with open("/proc/%d/status" % pid) as f:
+			for line in f:
+				if line.startswith("VmRSS:"):
+					return int(line.split()[1])
+	except (OSError, ValueError, IndexError):
+		pass
+	return 0
+
+
+class RssSampler:
+	"""Samples a process's VmRSS every interval from a thread until
+	stop(); .max_kb and .samples ([(monotonic, kB)])."""
+
+	def __init__(self, pid, interval=0.05):
+		self.pid = pid
+		self.interval = interval
+		self.samples = []
+		self.max_kb = 0
+		self.stopping = threading.Event()
+		self.thread = threading.Thread(target=self._run, daemon=True)
+
+	def _run(self):
+		while not self.stopping.is_set():
+			kb = rss_kb(self.pid)
+			self.samples.append((time.monotonic(), kb))
+			self.max_kb = max(self.max_kb, kb)
+			self.stopping.wait(self.interval)
+
+	def start(self):
+		self.thread.start()
+		return self
+
+	def stop(self):
+		self.stopping.set()
+		self.thread.join(5)
+		return self.max_kb
+
+
+def replica_entry(d, deployment, rid):
+	"""The /-/deployments record of one replica (by id), or None."""
+	for r in d.deployments()[deployment]["replicas"]:
+		if r["id"] == rid:
+			return r
+	return None
+
+
+def wait_replica(d, deployment, rid, pred, timeout=5.0, what=None):
+	"""Wait until pred(record of replica rid) is true; return the
+	record."""
+	def check():
+		r = replica_entry(d, deployment, rid)
+		return r if r is not None and pred(r) else None
+	return wait_until(check, timeout, interval=0.02,
+	    what=what or "replica %s of %s" % (rid, deployment))
+
+
+def sleep_stats(port, prefix="/sleep"):
+	"""The counters of the replica-sleep process that answers (use a
+	deployment with one replica)."""
+	return get_json(port, prefix + "/stats")

@@ -1,0 +1,166 @@
+"""Access log (combined and JSON lines), error log to a file, and both
+reopened on SIGUSR1 (logrotate)."""
+
+import json
+import os
+import re
+import signal
+import unittest
+
+from harness import Daemon, reload, wait_log, wait_until
+
+# 127.0.0.1 - - [29/Nov/2026:18:05:14 +0000] "GET /x HTTP/1.1" 200 404
+# "-" "ua" rid=... deployment=echo replica=echo-0 upstream_time=0.000
+# request_time=0.000
+COMBINED = re.compile(
+    r'^(?P<peer>\S+) - - \[(?P<time>\d\d/\w{3}/\d{4}:\d\d:\d\d:\d\d '
+    r'[+-]\d{4})\] "(?P<request>[^"]*)" (?P<status>\d{3}) '
+    r'(?P<bytes>\d+) "(?P<referer>[^"]*)" "(?P<ua>[^"]*)" '
+    r'rid=(?P<rid>\S+) deployment=(?P<deployment>\S+) '
+    r'replica=(?P<replica>\S+) upstream_time=(?P<upstream>[-0-9.]+) '
+    r'request_time=(?P<total>[0-9.]+)$')
+
+
+def read_lines(path):
+	try:
+		with open(path, "rb") as f:
+			return f.read().decode("utf-8").splitlines()
+	except FileNotFoundError:
+		return []
+
+
+def wait_lines(path, n, timeout=3.0):
+	return wait_until(lambda: len(read_lines(path)) >= n and
+	    read_lines(path), timeout, what="%d lines in %s" % (n, path))
+
+
+class AccessLog(unittest.TestCase):
+
+	def test_combined(self):
+		with Daemon() as d:
+			path = os.path.join(d.tmpdir, "access.log")
+			reload(d, {"access_log": path})
+			wait_log(d, "reload 1: every worker switched")
+			er = d.request("GET", "/echo/a?q=1", headers={
+			    "User-Agent": 'agent "quoted" \\ \xe9',
+			    "Referer": "http://ref.example/",
+			    "X-Request-Id": "rid-1"})
+			self.assertEqual(er.status, 200)
+			self.assertEqual(d.request("GET", "/nope").status, 404)
+			r = d.request("GET", "/sleep?ms=60")
+			self.assertEqual(r.status, 200)
+			lines = wait_lines(path, 3)
+			self.assertEqual(len(lines), 3, lines)
+			m = [COMBINED.match(l) for l in lines]
+			self.assertTrue(all(m), lines)
+			echo, nope, sleep = (x.groupdict() for x in m)
+			self.assertEqual(echo["peer"], "127.0.0.1")
+			self.assertEqual(echo["request"], "GET /echo/a?q=1 HTTP/1.1")
+			self.assertEqual(echo["status"], "200")
+			self.assertEqual(echo["referer"], "http://ref.example/")
+			# Client bytes are escaped: quote, backslash, non-ASCII.
+			self.assertEqual(echo["ua"],
+			    'agent \\x22quoted\\x22 \\x5C \\xE9')
+			self.assertEqual(echo["rid"], "rid-1")
+			self.assertEqual(echo["deployment"], "echo")
+			self.assertIn(echo["replica"], ("echo-0", "echo-1"))
+			self.assertGreater(int(echo["bytes"]), len(er.body))
+			self.assertEqual(nope["status"], "404")
+			self.assertEqual(nope["deployment"], "-")
+			self.assertEqual(nope["upstream"], "-")
+			self.assertEqual(sleep["deployment"], "sleep")
+			self.assertGreaterEqual(float(sleep["total"]), 0.055)
+			self.assertGreaterEqual(float(sleep["upstream"]), 0.055)
+			self.assertLessEqual(float(sleep["upstream"]),
+			    float(sleep["total"]))
+
+	def test_json_lines(self):
+		with Daemon() as d:
+			path = os.path.join(d.tmpdir, "access.json")
+			reload(d, {"access_log": path,
+			    "access_log_format": "json"})
+			wait_log(d, "reload 1: every worker switched")
+			body = b"hello body"
+			self.assertEqual(d.request("POST", "/echo/j", body=body,
+			    headers={"User-Agent": "ua\t\"x\"\xff"}).status, 200)
+			# A malformed request: logged without a method.
+			with d.conn() as c:
+				c.send(b"GET / HTTP/1.1\r\nHost: a\r\n"
+				    b"No colon here\r\n\r\n")
+				status = c.read_response().status
+				self.assertEqual(status // 100, 4)
+			lines = wait_lines(path, 2)
+			recs = [json.loads(l) for l in lines]
+			post, bad = recs
+			self.assertEqual(post["method"], "POST")
+			self.assertEqual(post["target"], "/echo/j")
+			self.assertEqual(post["protocol"], "HTTP/1.1")
+			self.assertEqual(post["status"], 200)
+			self.assertEqual(post["bytes_in"], len(body))
+			self.assertGreater(post["bytes_out"], 0)
+			self.assertEqual(post["route"], "/echo")
+			self.assertEqual(post["deployment"], "echo")
+			self.assertIn(post["replica"], ("echo-0", "echo-1"))
+			self.assertEqual(post["user_agent"], "ua\t\"x\"\u00ff")
+			self.assertIsNone(post["referer"])
+			self.assertRegex(post["request_id"], r"^[0-9a-f]{16,}$")
+			self.assertRegex(post["time"],
+			    r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$")
+			self.assertIsInstance(post["upstream_time"], float)
+			self.assertGreaterEqual(post["request_time"],
+			    post["upstream_time"])
+			self.assertFalse(post["aborted"])
+			self.assertEqual(bad["status"], status)
+			self.assertIsNone(bad["method"])
+			self.assertIsNone(bad["deployment"])
+			self.assertIsNone(bad["upstream_time"])
+
+	def test_off_by_default(self):
+		with Daemon() as d:
+			self.assertEqual(d.request("GET", "/hello").status, 200)
+			self.assertNotIn("GET /hello", d.log_text())
+
+
+class Reopen(unittest.TestCase):
+
+	def test_sigusr1_reopens_access_and_error_logs(self):
+		with Daemon() as d:
+			access = os.path.join(d.tmpdir, "access.log")
+			error = os.path.join(d.tmpdir, "error.log")
+			reload(d, {"access_log": access, "error_log": error})
+			wait_until(lambda: "every worker switched" in
+			    "".join(read_lines(error)), 3.0,
+			    what="the error log file in use")
+			self.assertEqual(d.request("GET", "/hello/1").status, 200)
+			wait_lines(access, 1)
+			# logrotate: rename, then USR1.
+			os.rename(access, access + ".1")
+			os.rename(error, error + ".1")
+			self.assertEqual(d.request("GET", "/hello/2").status, 200)
+			wait_lines(access + ".1", 2)
+			d.send_signal(signal.SIGUSR1)
+			wait_until(lambda: any("log files reopened" in l for l
+			    in read_lines(error)), 3.0,
+			    what="the new error log")
+			self.assertEqual(d.request("GET", "/hello/3").status, 200)
+			new = wait_lines(access, 1)
+			old = read_lines(access + ".1")
+			self.assertEqual(len(new), 1, new)
+			self.assertIn("GET /hello/3 ", new[0])
+			self.assertEqual(len(old), 2, old)
+			self.assertIn("GET /hello/1 ", old[0])
+			self.assertIn("GET /hello/2 ", old[1])
+			self.assertNotIn("log files reopened",
+			    "\n".join(read_lines(error + ".1")))
+
+	def test_unwritable_log_refused_on_reload(self):
+		with Daemon() as d:
+			reload(d, {"access_log": "/nonexistent/dir/access.log"})
+			wait_log(d, "reload failed, keeping the running "
+			    "configuration: /nonexistent/dir/access.log: No such "
+			    "file or directory")
+			self.assertEqual(d.request("GET", "/hello").status, 200)
+
+
+if __name__ == "__main__":
+	unittest.main()
