@@ -251,8 +251,10 @@ for t in targets.split():
 			errs += 1
 			continue
 		rps.append(float(m.group(1)))
-		p50.append(ms(re.search(r"50%\s+(\S+)", text).group(1)))
-		p99.append(ms(re.search(r"99%\s+(\S+)", text).group(1)))
+		# Anchored: the Thread Stats line ends in a "NN.NN%" too.
+		for pct, out in (("50", p50), ("99", p99)):
+			out.append(ms(re.search(r"^\s+%s%%\s+(\S+)" % pct,
+			    text, re.M).group(1)))
 		n = int(reqs.group(1))
 		cpu.append(ticks[(t, r)][0] * 1e6 / hz / n)
 		becpu.append(ticks[(t, r)][1] * 1e6 / hz / n)

@@ -162,41 +162,79 @@ resp_content_length(const struct wire_field *f, unsigned n)
 	return v;
 }
 
+/* Bytes appended to a buffer reserved for the whole head. */
+struct resp_buf {
+	char		*p;
+	size_t		 len;
+};
+
+static void
+resp_put(struct resp_buf *b, const char *s, size_t n)
+{
+	memcpy(b->p + b->len, s, n);
+	b->len += n;
+}
+
+/*
+ * The head is built in space reserved once in the output buffer and
+ * committed once: one evbuffer operation per response, not one per piece.
+ */
 void
 resp_head(struct evbuffer *out, int minor, int status,
     const struct wire_field *f, unsigned n, const char *request_id,
     enum resp_framing framing, int64_t clen, int keep_alive)
 {
+	const char *reason = resp_reason(status);
+	struct evbuffer_iovec iov;
+	struct resp_buf b;
+	size_t size, rlen = strlen(reason), ridlen = 0;
 	unsigned i;
 	int have_rid = 0;
 
-	resp_status_line(out, minor, status);
+	if (request_id != NULL)
+		ridlen = strlen(request_id);
+	size = 16 + rlen + 16 + ridlen + 48 + 30 + 32;
+	for (i = 0; i < n; i++)
+		size += f[i].name.len + f[i].value.len + 4;
+	if (evbuffer_reserve_space(out, (ev_ssize_t)size, &iov, 1) < 1)
+		return;
+	b.p = iov.iov_base;
+	b.len = 0;
+	resp_put(&b, minor == 0 ? "HTTP/1.0 " : "HTTP/1.1 ", 9);
+	b.len += resp_u64(b.p + b.len, (uint64_t)status);
+	resp_put(&b, " ", 1);
+	resp_put(&b, reason, rlen);
+	resp_put(&b, "\r\n", 2);
 	for (i = 0; i < n; i++) {
 		if (resp_is_hop_by_hop(f[i].name.p, f[i].name.len) ||
 		    resp_field_is(&f[i], "content-length"))
 			continue;
 		if (resp_field_is(&f[i], "x-request-id"))
 			have_rid = 1;
-		evbuffer_add(out, f[i].name.p, f[i].name.len);
-		evbuffer_add(out, ": ", 2);
-		evbuffer_add(out, f[i].value.p, f[i].value.len);
-		evbuffer_add(out, "\r\n", 2);
+		resp_put(&b, f[i].name.p, f[i].name.len);
+		resp_put(&b, ": ", 2);
+		resp_put(&b, f[i].value.p, f[i].value.len);
+		resp_put(&b, "\r\n", 2);
 	}
 	if (!have_rid && request_id != NULL) {
-		evbuffer_add(out, "x-request-id: ", 14);
-		evbuffer_add(out, request_id, strlen(request_id));
-		evbuffer_add(out, "\r\n", 2);
+		resp_put(&b, "x-request-id: ", 14);
+		resp_put(&b, request_id, ridlen);
+		resp_put(&b, "\r\n", 2);
 	}
-	if (clen >= 0 && (framing == RESP_LENGTH || framing == RESP_NONE))
-		resp_content_length_field(out, (uint64_t)clen);
-	else if (framing == RESP_CHUNKED)
-		evbuffer_add(out, "transfer-encoding: chunked\r\n", 28);
+	if (clen >= 0 && (framing == RESP_LENGTH || framing == RESP_NONE)) {
+		resp_put(&b, "content-length: ", 16);
+		b.len += resp_u64(b.p + b.len, (uint64_t)clen);
+		resp_put(&b, "\r\n", 2);
+	} else if (framing == RESP_CHUNKED)
+		resp_put(&b, "transfer-encoding: chunked\r\n", 28);
 	if (!keep_alive)
-		evbuffer_add(out, "connection: close\r\n\r\n", 21);
+		resp_put(&b, "connection: close\r\n\r\n", 21);
 	else if (minor == 0)
-		evbuffer_add(out, "connection: keep-alive\r\n\r\n", 26);
+		resp_put(&b, "connection: keep-alive\r\n\r\n", 26);
 	else
-		evbuffer_add(out, "\r\n", 2);
+		resp_put(&b, "\r\n", 2);
+	iov.iov_len = b.len;
+	evbuffer_commit_space(out, &iov, 1);
 }
 
 void
@@ -232,11 +270,16 @@ resp_simple(struct evbuffer *out, int minor, int status, const char *ctype,
     const char *body, size_t len, const char *request_id, int keep_alive,
     int head_only)
 {
-	evbuffer_add_printf(out, "HTTP/1.%d %d %s\r\n"
-	    "content-type: %s\r\ncontent-length: %zu\r\n", minor, status,
-	    resp_reason(status), ctype, len);
-	if (request_id != NULL && *request_id != '\0')
-		evbuffer_add_printf(out, "x-request-id: %s\r\n", request_id);
+	resp_status_line(out, minor, status);
+	evbuffer_add(out, "content-type: ", 14);
+	evbuffer_add(out, ctype, strlen(ctype));
+	evbuffer_add(out, "\r\n", 2);
+	resp_content_length_field(out, len);
+	if (request_id != NULL && *request_id != '\0') {
+		evbuffer_add(out, "x-request-id: ", 14);
+		evbuffer_add(out, request_id, strlen(request_id));
+		evbuffer_add(out, "\r\n", 2);
+	}
 	if (status == 503)
 		evbuffer_add(out, "retry-after: 1\r\n", 16);
 	if (!keep_alive)

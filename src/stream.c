@@ -495,7 +495,7 @@ stream_timer_cb(evutil_socket_t fd, short ev, void *arg)
 		stream_on_fail(s, 503, "no replica available in time");
 		break;
 	case S_ATTACHED:
-		upstream_cancel(s->up, s);
+		upstream_cancel(s->up, s, WIRE_CODE_TIMEOUT);
 		stream_on_fail(s, 504, s->responded ?
 		    "replica stalled mid-response" : "replica did not answer in time");
 		break;
@@ -510,7 +510,7 @@ stream_abort(struct stream *s)
 	if (s->state == S_QUEUED)
 		handle_dequeue(s->h, s);
 	else if (s->state == S_ATTACHED)
-		upstream_cancel(s->up, s);
+		upstream_cancel(s->up, s, WIRE_CODE_CANCEL);
 	s->state = S_DONE;
 	stream_free(s);
 }

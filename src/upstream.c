@@ -542,7 +542,7 @@ upstream_send_window(struct upstream *up, uint32_t id, uint32_t n)
 }
 
 void
-upstream_cancel(struct upstream *up, struct stream *s)
+upstream_cancel(struct upstream *up, struct stream *s, uint32_t code)
 {
 	uint8_t frame[WIRE_HEADER_SIZE + 4];
 	uint32_t id = stream_id(s);
@@ -551,7 +551,7 @@ upstream_cancel(struct upstream *up, struct stream *s)
 		return;
 	upstream_detach(up, id);
 	if (up->bev != NULL) {
-		wire_encode_cancel(frame, id, WIRE_CODE_CANCEL);
+		wire_encode_cancel(frame, id, code);
 		upstream_write(up, frame, sizeof(frame));
 	}
 }

@@ -54,7 +54,8 @@ void		 upstream_send_data(struct upstream *, uint32_t id,
 		    const void *, size_t);
 void		 upstream_send_end(struct upstream *, uint32_t id);
 void		 upstream_send_window(struct upstream *, uint32_t id, uint32_t n);
-/* Abandon a stream: CANCEL to the replica, forget it here. */
-void		 upstream_cancel(struct upstream *, struct stream *);
+/* Abandon a stream: CANCEL (with a wire code: CANCEL, TIMEOUT) to the
+ * replica, forget it here. */
+void		 upstream_cancel(struct upstream *, struct stream *, uint32_t);
 
 #endif

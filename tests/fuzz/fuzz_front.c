@@ -345,7 +345,9 @@ LLVMFuzzerInitialize(int *argc, char ***argv)
 	struct sockaddr_un	 sun;
 	char			 path[192], err[512];
 
-	log_init(LOG_LEVEL_WARN);
+	/* FUZZ_FRONT_DEBUG=1: the daemon's debug log, to triage a crash. */
+	log_init(getenv("FUZZ_FRONT_DEBUG") != NULL ? LOG_LEVEL_DEBUG :
+	    LOG_LEVEL_WARN);
 	/* The client side may write after the proxy closed. */
 	signal(SIGPIPE, SIG_IGN);
 	snprintf(dir, sizeof dir, "/tmp/fuzz_front.XXXXXX");

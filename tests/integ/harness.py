@@ -1127,3 +1127,38 @@ def sleep_stats(port, prefix="/sleep"):
 	"""The counters of the replica-sleep process that answers (use a
 	deployment with one replica)."""
 	return get_json(port, prefix + "/stats")
+
+
+class ActivatedDaemon(Daemon):
+	"""A Daemon started as systemd socket activation would: a listening
+	socket bound here (on the daemon's port unless passed_port is
+	given) becomes descriptor 3, with LISTEN_FDS=1 and LISTEN_PID set
+	to the daemon's pid."""
+
+	def __init__(self, overrides=None, passed_port=None, **kw):
+		super().__init__(overrides, **kw)
+		self.passed_port = passed_port or self.port
+
+	def start(self):
+		exe = binary("ingressd")
+		lsock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+		lsock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+		lsock.bind(("127.0.0.1", self.passed_port))
+		lsock.listen(128)
+		self.log = log_path("ingressd")
+		self.logfile = open(self.log, "wb")
+		try:
+			# sh's $$ is the pid ingressd keeps after exec.
+			self.proc = subprocess.Popen(["/bin/sh", "-c",
+			    'LISTEN_PID=$$ LISTEN_FDS=1 exec "$0" "$@"', exe,
+			    "-c", self.conf_path], cwd=ROOT,
+			    stdin=subprocess.DEVNULL, stdout=self.logfile,
+			    stderr=self.logfile, pass_fds=(3,),
+			    preexec_fn=lambda: os.dup2(lsock.fileno(), 3))
+		finally:
+			lsock.close()	# the daemon holds the only copy now
+		_register(self.proc)
+		wait_until(lambda: self.proc.poll() is None and request(
+		    self.port, "GET", "/-/healthz", timeout=1.0).status ==
+		    200, self.start_timeout, what="ingressd healthy")
+		return self

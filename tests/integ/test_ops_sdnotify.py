@@ -9,7 +9,8 @@ import tempfile
 import time
 import unittest
 
-from harness import EnvDaemon, reload, wait_log, wait_until
+from harness import (ActivatedDaemon, EnvDaemon, free_port, reload,
+    wait_log, wait_until)
 
 
 class NotifySocket:
@@ -107,6 +108,37 @@ class SdNotify(unittest.TestCase):
 			time.sleep(0.3)	# three watchdog intervals
 			self.assertFalse([m for m in ns.drain()
 			    if "WATCHDOG=1" in m], ns.messages)
+
+
+class SocketActivation(unittest.TestCase):
+
+	def test_passed_socket_used(self):
+		# The port is bound by the test without SO_REUSEPORT: ingressd
+		# could not bind it itself, so serving proves it used fd 3.
+		with ActivatedDaemon() as d:
+			self.assertEqual(d.request("GET", "/hello").status, 200)
+			self.assertIn("listening on 127.0.0.1:%d (socket from "
+			    "systemd)" % d.port, d.log_text())
+			# Replicas inherit neither the variables nor the socket.
+			passed = os.readlink("/proc/%d/fd/3" % d.proc.pid)
+			self.assertTrue(passed.startswith("socket:"), passed)
+			for pid in d.replica_pids().values():
+				with open("/proc/%d/environ" % pid, "rb") as f:
+					self.assertNotIn(b"LISTEN_FDS", f.read())
+				fds = "/proc/%d/fd" % pid
+				links = [os.readlink(os.path.join(fds, n))
+				    for n in os.listdir(fds)]
+				self.assertNotIn(passed, links)
+
+	def test_unmatched_socket_closed(self):
+		other = free_port()
+		with ActivatedDaemon(passed_port=other) as d:
+			self.assertEqual(d.request("GET", "/hello").status, 200)
+			self.assertIn("descriptor 3 matches no listen address",
+			    d.log_text())
+			with self.assertRaises(ConnectionRefusedError):
+				socket.create_connection(("127.0.0.1", other),
+				    timeout=1).close()
 
 
 if __name__ == "__main__":

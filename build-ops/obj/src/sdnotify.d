@@ -1,0 +1,2 @@
+build-ops/obj/src/sdnotify.o: src/sdnotify.c src/sdnotify.h
+src/sdnotify.h:

@@ -1,0 +1,2 @@
+build-ops/obj/src/wire.o: src/wire.c src/wire.h
+src/wire.h:
