@@ -198,8 +198,9 @@ front_resp_head(void *arg, int status, const struct wire_field *fields,
 	int64_t clen = resp_content_length(fields, n);
 	size_t before;
 
-	if (clen == -2) {
-		/* Unusable framing: fail it as the replica's fault. */
+	if (clen == -2 || status < 200) {
+		/* Unusable framing, or an interim status we cannot relay:
+		 * the replica's fault. */
 		f->local_status = 502;
 		clen = -1;
 	}
@@ -215,7 +216,9 @@ front_resp_head(void *arg, int status, const struct wire_field *fields,
 		f->keep_alive = 0;
 	f->resp_left = clen >= 0 ? clen : 0;
 	if (f->local_status == 502) {
-		front_respond_local(f, 502, "replica sent a bad Content-Length");
+		front_respond_local(f, 502, status < 200 ?
+		    "replica sent an interim status" :
+		    "replica sent a bad Content-Length");
 		return;
 	}
 	before = evbuffer_get_length(front_out(f));

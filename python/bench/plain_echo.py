@@ -91,6 +91,10 @@ async def serve_asyncio(host, port):
 
 class Handler(http.server.BaseHTTPRequestHandler):
 	protocol_version = "HTTP/1.1"
+	# One write per response and no Nagle: unbuffered, the head and the
+	# body go out in two writes and wait on delayed ACKs (40 ms each).
+	wbufsize = 65536
+	disable_nagle_algorithm = True
 
 	def handle_one(self):
 		n = int(self.headers.get("content-length") or 0)
