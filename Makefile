@@ -58,7 +58,7 @@ UNIT_SRC := $(wildcard tests/unit/check_*.c)
 UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 FUZZ_SRC := $(wildcard tests/fuzz/fuzz_*.c)
 
-.PHONY: all deps run check check-only unit integ asan bench fuzz install clean
+.PHONY: all deps run check check-only unit python integ asan bench fuzz install clean
 
 all: $(BUILD)/ingressd $(REPLICA_LIB) $(EXAMPLES)
 
@@ -101,10 +101,15 @@ check: deps
 	$(MAKE) check-only
 
 check-only: all $(UNIT_BIN)
-	$(MAKE) unit integ
+	$(MAKE) unit python integ
 
 unit: $(UNIT_BIN)
 	@sh tests/run-unit.sh $(UNIT_BIN)
+
+# The Python replica SDK: its codec against the shared vectors, its server
+# against the independent Python peer in tests/integ/wire_client.py.
+python:
+	sh tests/python/run.sh
 
 integ: all
 	BUILD=$(BUILD) python3 tests/integ/run.py

@@ -27,6 +27,17 @@
 /* Empty lines (CRLF) tolerated before a request line (RFC 9112 2.2). */
 #define HTTP1_MAX_EMPTY_LINES	8
 
+/*
+ * Fixed caps, whatever the configured limits: a request is forwarded in one
+ * REQUEST frame whose strings are length-prefixed (src/wire.h: field names
+ * str8, values and the target str16), so a longer name, value or target
+ * could be accepted here and then never be encoded.  A value is counted
+ * raw, from the colon to the CRLF, OWS included.
+ */
+#define HTTP1_MAX_NAME		255
+#define HTTP1_MAX_VALUE		65535
+#define HTTP1_MAX_TARGET	65535
+
 #define ARENA_MIN	512
 #define FIELDS_MIN	16
 
@@ -83,6 +94,7 @@ struct http1 {
 	enum scan_state		 sc;
 	size_t			 rl_len;
 	size_t			 hdr_bytes;
+	size_t			 item_len;	/* target, name or value */
 	unsigned		 nlines;
 	unsigned		 empty_lines;
 	unsigned		 vpos;
@@ -268,6 +280,8 @@ sc_request_line(struct http1 *h, unsigned char c)
 			h->vpos = 0;
 		} else if (c < 0x21 || c > 0x7e || c == '#')
 			return sc_fail(h, 400, "invalid request target");
+		else if (++h->item_len > HTTP1_MAX_TARGET)
+			return sc_fail(h, 414, "request target too long");
 		else
 			h->sc = SC_TARGET;
 		return 0;
@@ -304,16 +318,20 @@ sc_field_line(struct http1 *h, unsigned char c)
 		if (!is_tchar(c))
 			return sc_fail(h, 400, "invalid char in header name");
 		h->sc = SC_NAME;
+		h->item_len = 1;
 		return 0;
 	case SC_NAME:
-		if (c == ':')
+		if (c == ':') {
 			h->sc = SC_VALUE;
-		else if (is_ows(c))
+			h->item_len = 0;
+		} else if (is_ows(c))
 			return sc_fail(h, 400, "whitespace before colon");
 		else if (c == '\r' || c == '\n')
 			return sc_fail(h, 400, "header line without colon");
 		else if (!is_tchar(c))
 			return sc_fail(h, 400, "invalid char in header name");
+		else if (++h->item_len > HTTP1_MAX_NAME)
+			return sc_fail(h, 431, "header name too long");
 		return 0;
 	case SC_VALUE:
 		if (c == '\r')
@@ -322,6 +340,8 @@ sc_field_line(struct http1 *h, unsigned char c)
 			return sc_fail(h, 400, "bare LF in header");
 		else if ((c < 0x20 && c != '\t') || c == 0x7f)
 			return sc_fail(h, 400, "invalid char in header value");
+		else if (++h->item_len > HTTP1_MAX_VALUE)
+			return sc_fail(h, 431, "header value too long");
 		return 0;
 	case SC_LINE_LF:
 		if (c != '\n')
@@ -409,6 +429,7 @@ scan_reset(struct http1 *h, enum scan_state sc)
 	h->sc = sc;
 	h->rl_len = 0;
 	h->hdr_bytes = 0;
+	h->item_len = 0;
 	h->nlines = 0;
 	h->empty_lines = 0;
 	h->sc_status = 0;

@@ -922,6 +922,150 @@ START_TEST(limit_body_chunked)
 }
 END_TEST
 
+/*
+ * Caps from the wire protocol (field names are str8, values and the target
+ * str16), whatever the limits say: found by fuzz_front, where a 300-byte
+ * name was accepted, could not be encoded and the request hung until the
+ * queue deadline (503).
+ */
+START_TEST(limit_wire_caps)
+{
+	static const struct http1_limits big = {
+		.max_request_line = 200000,
+		.max_header_bytes = 200000,
+		.max_headers = 16,
+		.max_body = 1000,
+	};
+	size_t	 n = 70000 + 256;
+	char	*s = malloc(n + 256), *p;
+
+	/* A name of 255 bytes is fine, 256 is refused. */
+	p = s + sprintf(s, GET11);
+	memset(p, 'n', 255);
+	strcpy(p + 255, ": v\r\n\r\n");
+	ck_assert_int_eq(run(s), HTTP1_MORE);
+	ck_assert_uint_eq(strlen(R.name[1]), 63);	/* copied cut short */
+	memset(p, 'n', 256);
+	strcpy(p + 256, ": v\r\n\r\n");
+	expect_reject_why(s, 431, "header name too long");
+	ck_assert_int_eq(R.heads, 0);
+
+	/* Values: 65535 bytes between colon and CRLF, then one more. */
+	p = s + sprintf(s, GET11 "X:");
+	memset(p, 'v', 65535);
+	strcpy(p + 65535, "\r\n\r\n");
+	ck_assert_int_eq(run_lim(s, strlen(s), strlen(s), &big), HTTP1_MORE);
+	ck_assert_int_eq(R.dones, 1);
+	memset(p, 'v', 65536);
+	strcpy(p + 65536, "\r\n\r\n");
+	ck_assert_int_eq(run_lim(s, strlen(s), 7, &big), HTTP1_ERROR);
+	ck_assert_int_eq(R.status, 431);
+	ck_assert_str_eq(R.reason, "header value too long");
+
+	/* The target: 65535 bytes, then one more. */
+	p = s + sprintf(s, "GET /");
+	memset(p, 't', 65534);
+	strcpy(p + 65534, " HTTP/1.1\r\nHost: a\r\n\r\n");
+	ck_assert_int_eq(run_lim(s, strlen(s), strlen(s), &big), HTTP1_MORE);
+	ck_assert_int_eq(R.dones, 1);
+	memset(p, 't', 65535);
+	strcpy(p + 65535, " HTTP/1.1\r\nHost: a\r\n\r\n");
+	ck_assert_int_eq(run_lim(s, strlen(s), 1000, &big), HTTP1_ERROR);
+	ck_assert_int_eq(R.status, 414);
+	ck_assert_str_eq(R.reason, "request target too long");
+	ck_assert_int_eq(R.heads, 0);
+	free(s);
+}
+END_TEST
+
+/* --- Smuggling vectors (tests/conformance/cases.py, smuggling group). --- */
+
+/* Refused on the head: on_head never runs, so nothing is forwarded. */
+START_TEST(smuggle_refused_on_head)
+{
+	static const char *const v[] = {
+		POST11 "Content-Length: 6\r\nTransfer-Encoding: chunked\r\n\r\n"
+		    "0\r\n\r\nG",
+		POST11 "Transfer-Encoding: chunked\r\nContent-Length: 3\r\n\r\n"
+		    "5\r\nhello\r\n0\r\n\r\n",
+		POST11 "Content-Length: 5, 5\r\n\r\nhello",
+		POST11 "Content-Length: 3, 5\r\n\r\nhello",
+		POST11 "Content-Length: +5\r\n\r\nhello",
+		POST11 "Content-Length: 0x5\r\n\r\nhello",
+		POST11 "Content-Length: 1 0\r\n\r\n0123456789",
+		POST11 "Content-Length : 5\r\n\r\nhello",
+		POST11 "Transfer-Encoding: chunked \t\r\n\r\n0\r\n\r\n",
+		POST11 "Transfer-Encoding: \x0b" "chunked\r\n"
+		    "Content-Length: 5\r\n\r\n0\r\n\r\n",
+		POST11 "Transfer-Encoding: identity\r\n\r\n",
+		POST11 "Transfer-Encoding: xchunked\r\n\r\n0\r\n\r\n",
+		POST11 "Transfer-Encoding:\r\n chunked\r\nContent-Length: 3\r\n"
+		    "\r\n0\r\n\r\n",
+		POST11 "Transfer-Encoding : chunked\r\nContent-Length: 5\r\n"
+		    "\r\n0\r\n\r\n",
+		POST11 "X: a\rTransfer-Encoding: chunked\r\nContent-Length: 5"
+		    "\r\n\r\nhello",
+		"POST / HTTP/1.0\r\nTransfer-Encoding: chunked\r\n\r\n"
+		    "5\r\nhello\r\n0\r\n\r\n",
+		NULL,
+	};
+	unsigned	 i;
+
+	for (i = 0; v[i] != NULL; i++) {
+		expect_reject(v[i], 400);
+		ck_assert_msg(R.heads == 0, "vector %u reached on_head", i);
+	}
+}
+END_TEST
+
+/* Bad chunk framing: refused in the body, never with on_end. */
+START_TEST(smuggle_refused_in_body)
+{
+	static const char *const v[] = {
+		"0x5\r\nhello\r\n0\r\n\r\n",
+		" 5\r\nhello\r\n0\r\n\r\n",
+		"-5\r\nhello\r\n0\r\n\r\n",
+		"3\r\nhello\r\n0\r\n\r\n",
+		"5\r\nhello\n0\r\n\r\n",
+		"5\r\nhello\r\n0\r\n\n",
+		"5;a\rb\r\nhello\r\n0\r\n\r\n",
+		"5\r\nhello\r\n0\r\nX: y\r\n z\r\n\r\n",
+		NULL,
+	};
+	char		 s[256];
+	unsigned	 i;
+
+	for (i = 0; v[i] != NULL; i++) {
+		snprintf(s, sizeof s, POST11 "Transfer-Encoding: chunked\r\n"
+		    "\r\n%s", v[i]);
+		expect_reject(s, 400);
+		ck_assert_msg(R.ends == 0, "vector %u ended a message", i);
+	}
+}
+END_TEST
+
+/* What is not an attack stays what it is. */
+START_TEST(smuggle_framing_kept)
+{
+	/* A Content-Length in the trailers does not change the framing. */
+	ck_assert_int_eq(run(POST11 "Transfer-Encoding: chunked\r\n\r\n"
+	    "5\r\nhello\r\n0\r\nContent-Length: 50\r\n\r\n" GET11 "\r\n"),
+	    HTTP1_MORE);
+	ck_assert_int_eq(R.dones, 2);
+	ck_assert_uint_eq(R.body_len, 5);
+	/* A request inside a GET body is body. */
+	ck_assert_int_eq(run(GET11 "Content-Length: 26\r\n\r\n"
+	    "GET /x HTTP/1.1\r\nHost: a\r\n"), HTTP1_MORE);
+	ck_assert_int_eq(R.heads, 1);
+	ck_assert_int_eq(R.dones, 1);
+	ck_assert_uint_eq(R.body_len, 26);
+	/* Garbage after a complete chunked message is the next request. */
+	expect_reject_why(POST11 "Transfer-Encoding: chunked\r\n\r\n"
+	    "0\r\n\r\nXYZ\r\n\r\n", 501, "unknown method");
+	ck_assert_int_eq(R.dones, 1);
+}
+END_TEST
+
 /* --- Callbacks. ----------------------------------------------------------- */
 
 START_TEST(on_head_404_stops)
@@ -1143,6 +1287,9 @@ http1_suite(void)
 	tcase_add_test(t, reject_te_http10);
 	tcase_add_test(t, reject_host);
 	tcase_add_test(t, reject_bad_chunks);
+	tcase_add_test(t, smuggle_refused_on_head);
+	tcase_add_test(t, smuggle_refused_in_body);
+	tcase_add_test(t, smuggle_framing_kept);
 	tcase_add_checked_fixture(t, setup, NULL);
 	suite_add_tcase(s, t);
 
@@ -1152,6 +1299,7 @@ http1_suite(void)
 	tcase_add_test(t, limit_header_count);
 	tcase_add_test(t, limit_body_content_length);
 	tcase_add_test(t, limit_body_chunked);
+	tcase_add_test(t, limit_wire_caps);
 	tcase_add_checked_fixture(t, setup, NULL);
 	suite_add_tcase(s, t);
 
