@@ -131,14 +131,26 @@ build-fuzz/fuzz_%: tests/fuzz/fuzz_%.c $(LIB_SRC) $(LLHTTP_SRC_DIR)/llhttp.c
 	    -Isrc -I$(LLHTTP_INC_DIR) $(PKG_CFLAGS) -o $@ $< $(LIB_SRC) \
 	    $(addprefix $(LLHTTP_SRC_DIR)/,api.c http.c llhttp.c) $(LIBS)
 
+# The conf goes in only if there is none (an upgrade keeps yours), with its
+# replica commands pointed at the installed examples; the units get PREFIX.
+ETC_CONF := $(DESTDIR)/etc/ingressd/ingressd.json
 install: all
 	install -d $(DESTDIR)$(PREFIX)/sbin $(DESTDIR)$(PREFIX)/lib/ingressd \
+	    $(DESTDIR)$(PREFIX)/share/man/man8 \
+	    $(DESTDIR)$(PREFIX)/share/doc/ingressd \
 	    $(DESTDIR)/etc/ingressd $(DESTDIR)/lib/systemd/system
 	install -m 755 $(BUILD)/ingressd $(DESTDIR)$(PREFIX)/sbin/ingressd
 	install -m 755 $(EXAMPLES) $(DESTDIR)$(PREFIX)/lib/ingressd/
-	install -m 644 conf/ingressd.json $(DESTDIR)/etc/ingressd/ingressd.json
-	[ ! -f systemd/ingressd.service ] || install -m 644 \
-	    systemd/ingressd.service $(DESTDIR)/lib/systemd/system/
+	install -m 644 docs/ingressd.8 $(DESTDIR)$(PREFIX)/share/man/man8/
+	install -m 644 docs/operations.md docs/conf.md \
+	    $(DESTDIR)$(PREFIX)/share/doc/ingressd/
+	[ -f $(ETC_CONF) ] || { sed 's|"build/replica-|"$(PREFIX)/lib/ingressd/replica-|' \
+	    conf/ingressd.json > $(ETC_CONF).tmp && chmod 644 $(ETC_CONF).tmp && \
+	    mv $(ETC_CONF).tmp $(ETC_CONF); }
+	for u in ingressd.service ingressd.socket; do \
+	    sed 's|/usr/local|$(PREFIX)|g' systemd/$$u > \
+	    $(DESTDIR)/lib/systemd/system/$$u && \
+	    chmod 644 $(DESTDIR)/lib/systemd/system/$$u || exit 1; done
 
 clean:
 	rm -rf build build-asan build-fuzz

@@ -864,12 +864,56 @@ daemon_run(struct daemon *d)
 	return rv;
 }
 
+/* The conf, the log, systemd's variables, the main loop and signals. */
+static int
+daemon_init(struct daemon *d)
+{
+	char err[1024];
+	unsigned i;
+	int level;
+
+	if ((d->conf = conf_load(d->path, err, sizeof(err))) == NULL) {
+		fprintf(stderr, "ingressd: %s\n", err);
+		return -1;
+	}
+	level = d->debug ? LOG_LEVEL_DEBUG : log_level_parse(d->conf->log_level);
+	log_init(level < 0 ? LOG_LEVEL_INFO : level);
+	/* Before any replica is spawned: they must not see NOTIFY_SOCKET. */
+	sdnotify_init();
+	for (i = 0; i < sdnotify_listen_fds() && i < MAX_INHERITED; i++)
+		d->inherited[d->ninherited++] = 3 + (int)i;
+	signal(SIGPIPE, SIG_IGN);
+	evthread_use_pthreads();
+	if ((d->base = event_base_new()) == NULL || daemon_signals(d) == -1)
+		fatalx("cannot create the event loop");
+	return 0;
+}
+
+static void
+daemon_free(struct daemon *d)
+{
+	unsigned i;
+
+	for (i = 0; i < NSIGNALS; i++) {
+		if (d->sigs[i] != NULL)
+			event_free(d->sigs[i]);
+	}
+	event_base_free(d->base);
+	if (d->snap != NULL)
+		worker_snap_unref(d->snap);
+	else
+		conf_free((struct conf *)d->conf);
+	metrics_free();
+	accesslog_free();
+	sdnotify_free();
+	log_info("stopped");
+}
+
 int
 main(int argc, char **argv)
 {
 	struct daemon d;
-	int ch, check = 0, rv, level;
-	unsigned i;
+	int ch, check = 0, rv;
 
 	memset(&d, 0, sizeof(d));
 	d.path = DEFAULT_CONF;
@@ -901,38 +945,10 @@ main(int argc, char **argv)
 	}
 	if (check)
 		return daemon_check(d.path);
-	{
-		char err[1024];
-
-		if ((d.conf = conf_load(d.path, err, sizeof(err))) == NULL) {
-			fprintf(stderr, "ingressd: %s\n", err);
-			return 1;
-		}
-	}
-	level = d.debug ? LOG_LEVEL_DEBUG : log_level_parse(d.conf->log_level);
-	log_init(level < 0 ? LOG_LEVEL_INFO : level);
-	/* Before any replica is spawned: they must not see NOTIFY_SOCKET. */
-	sdnotify_init();
-	for (i = 0; i < sdnotify_listen_fds() && i < MAX_INHERITED; i++)
-		d.inherited[d.ninherited++] = 3 + (int)i;
-	signal(SIGPIPE, SIG_IGN);
-	evthread_use_pthreads();
-	if ((d.base = event_base_new()) == NULL || daemon_signals(&d) == -1)
-		fatalx("cannot create the event loop");
+	if (daemon_init(&d) == -1)
+		return 1;
 	rv = daemon_run(&d);
 	daemon_stop(&d);
-	for (i = 0; i < NSIGNALS; i++) {
-		if (d.sigs[i] != NULL)
-			event_free(d.sigs[i]);
-	}
-	event_base_free(d.base);
-	if (d.snap != NULL)
-		worker_snap_unref(d.snap);
-	else
-		conf_free((struct conf *)d.conf);
-	metrics_free();
-	accesslog_free();
-	sdnotify_free();
-	log_info("stopped");
+	daemon_free(&d);
 	return rv;
 }

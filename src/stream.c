@@ -130,6 +130,12 @@ stream_attached(struct stream *s, struct upstream *up, uint32_t id)
 }
 
 int
+stream_responded(const struct stream *s)
+{
+	return s->responded;
+}
+
+int
 stream_is_attached(const struct stream *s)
 {
 	return s->state == S_ATTACHED;

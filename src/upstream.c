@@ -57,6 +57,7 @@ struct upstream {
 	unsigned	 nwatch, capwatch;
 	struct evbuffer	*scratch;	/* DATA payloads on their way out */
 	uint64_t	 out_added;	/* bytes ever queued on this connection */
+	uint64_t	 written_at_close; /* of those, in the socket at a linger */
 	struct upstream	*next;		/* the worker's pool */
 };
 
@@ -112,6 +113,14 @@ upstream_arm(struct upstream *up, double seconds)
 	tv.tv_sec = (time_t)seconds;
 	tv.tv_usec = (suseconds_t)((seconds - (double)tv.tv_sec) * 1e6);
 	evtimer_add(up->timer, &tv);
+}
+
+/* A per-worker counter: only this thread writes it, the admin page reads. */
+static void
+upstream_count(_Atomic uint64_t *c)
+{
+	atomic_store_explicit(c, atomic_load_explicit(c, memory_order_relaxed) +
+	    1, memory_order_relaxed);
 }
 
 /* Every byte queued to the replica goes through here, counted, so that a
@@ -273,9 +282,7 @@ upstream_send_ping(struct upstream *up)
 	wire_encode_ping(frame, WIRE_PING, up->ping_opaque);
 	upstream_write(up, frame, sizeof(frame));
 	up->ping_out++;
-	atomic_store_explicit(&up->st->pings,
-	    atomic_load_explicit(&up->st->pings, memory_order_relaxed) + 1,
-	    memory_order_relaxed);
+	upstream_count(&up->st->pings);
 }
 
 /* Connected: our HELLO and a PING go out together. */
@@ -338,6 +345,8 @@ upstream_fail(struct upstream *up, const char *why)
 	if (up->bev != NULL)
 		written = up->out_added -
 		    evbuffer_get_length(bufferevent_get_output(up->bev));
+	else
+		written = up->written_at_close;
 	upstream_close(up);
 	/* DOWN before the streams are retried, so none comes back here. */
 	up->state = UPSTREAM_DOWN;
@@ -397,6 +406,8 @@ upstream_timer_cb(evutil_socket_t fd, short ev, void *arg)
 			upstream_connect(up);
 			break;
 		}
+		if (up->ping_out > 0)
+			upstream_count(&up->st->missed_pongs);
 		if (up->ping_out >= 2) {
 			upstream_fail(up, "missed PONGs");
 			break;
@@ -472,9 +483,7 @@ upstream_attach(struct upstream *up, struct stream *s)
 	up->slots[id & (up->nslots - 1)] = s;
 	up->in_flight++;
 	upstream_count_in_flight(up);
-	atomic_store_explicit(&up->st->requests,
-	    atomic_load_explicit(&up->st->requests, memory_order_relaxed) + 1,
-	    memory_order_relaxed);
+	upstream_count(&up->st->requests);
 	stream_attached(s, up, id);
 	stream_flush_pending(s);
 	/* Ids run out: drain, then start afresh.  Not upstream_on_goaway():
@@ -558,6 +567,66 @@ upstream_cancel(struct upstream *up, struct stream *s, uint32_t code)
 
 /* Frames from the replica ---------------------------------------------- */
 
+/*
+ * The ERROR we just queued must reach the replica before the close, but the
+ * upstream reconnects at once: the old connection gets a short life of its
+ * own, freed when its output has drained, on any event, or after a second.
+ */
+struct upstream_linger {
+	struct bufferevent *bev;
+	struct event	*timer;
+};
+
+static void
+upstream_linger_done(struct upstream_linger *l)
+{
+	event_free(l->timer);
+	bufferevent_free(l->bev);
+	free(l);
+}
+
+static void
+upstream_linger_write_cb(struct bufferevent *bev, void *arg)
+{
+	if (evbuffer_get_length(bufferevent_get_output(bev)) == 0)
+		upstream_linger_done(arg);
+}
+
+static void
+upstream_linger_event_cb(struct bufferevent *bev, short what, void *arg)
+{
+	upstream_linger_done(arg);
+}
+
+static void
+upstream_linger_timer_cb(evutil_socket_t fd, short what, void *arg)
+{
+	upstream_linger_done(arg);
+}
+
+static void
+upstream_linger(struct upstream *up)
+{
+	struct timeval tv = { 1, 0 };
+	struct upstream_linger *l;
+
+	if ((l = calloc(1, sizeof(*l))) == NULL)
+		return;		/* upstream_fail() frees it the plain way */
+	l->timer = evtimer_new(worker_base(up->w), upstream_linger_timer_cb, l);
+	if (l->timer == NULL) {
+		free(l);
+		return;
+	}
+	l->bev = up->bev;
+	up->written_at_close = up->out_added -
+	    evbuffer_get_length(bufferevent_get_output(up->bev));
+	up->bev = NULL;
+	bufferevent_disable(l->bev, EV_READ);
+	bufferevent_setcb(l->bev, NULL, upstream_linger_write_cb,
+	    upstream_linger_event_cb, l);
+	evtimer_add(l->timer, &tv);
+}
+
 static void
 upstream_protocol_error(struct upstream *up, const char *what, int rc)
 {
@@ -566,13 +635,14 @@ upstream_protocol_error(struct upstream *up, const char *what, int rc)
 	char text[128];
 	size_t n;
 
-	snprintf(text, sizeof(text), "%s: %s", what, wire_result_str(rc));
+	snprintf(text, sizeof(text), "protocol error: %s: %s", what,
+	    wire_result_str(rc));
 	e.code = WIRE_CODE_PROTOCOL;
 	e.text.p = text;
 	e.text.len = strlen(text);
 	if ((n = wire_encode_error(buf, 0, &e)) > 0 && up->bev != NULL) {
 		upstream_write(up, buf, n);
-		bufferevent_flush(up->bev, EV_WRITE, BEV_FLUSH);
+		upstream_linger(up);
 	}
 	upstream_fail(up, text);
 }
@@ -603,9 +673,7 @@ upstream_on_pong(struct upstream *up, const struct wire_frame *f)
 	    memcmp(opaque, up->ping_opaque, 8) != 0)
 		return;		/* an older PING's answer: harmless */
 	up->ping_out = 0;
-	atomic_store_explicit(&up->st->pongs,
-	    atomic_load_explicit(&up->st->pongs, memory_order_relaxed) + 1,
-	    memory_order_relaxed);
+	upstream_count(&up->st->pongs);
 	if (up->state == UPSTREAM_WARMING) {
 		if (!up->hello_seen) {
 			upstream_protocol_error(up, "PONG before HELLO",
@@ -760,6 +828,10 @@ upstream_on_data(struct upstream *up, const struct wire_frame *f,
 	evbuffer_drain(in, WIRE_HEADER_SIZE);
 	if ((s = upstream_lookup(up, f->stream)) == NULL) {
 		evbuffer_drain(in, f->length);
+		return;
+	}
+	if (!stream_responded(s)) {
+		upstream_protocol_error(up, "DATA before RESPONSE", WIRE_E_STREAM);
 		return;
 	}
 	evbuffer_remove_buffer(in, up->scratch, f->length);

@@ -586,12 +586,28 @@ worker_tick_cb(evutil_socket_t fd, short ev, void *arg)
 
 /* Graceful stop -------------------------------------------------------- */
 
+/*
+ * Connections still open on this worker.  Not front_drain_all()'s count:
+ * a connection that finished its last response is "closing" but may
+ * still have bytes to flush, and stopping now would cut them off.
+ */
+static int
+worker_open_conns(const struct worker *w)
+{
+	unsigned i, n = 0;
+
+	for (i = 0; i < w->ngens; i++)
+		n += w->gens[i].nconns;
+	return (int)n;
+}
+
 static void
 worker_drain_cb(evutil_socket_t fd, short ev, void *arg)
 {
 	struct worker *w = arg;
 
-	atomic_store(&w->busy, (int)front_drain_all(w));
+	front_drain_all(w);
+	atomic_store(&w->busy, worker_open_conns(w));
 }
 
 void
@@ -607,7 +623,8 @@ worker_drain(struct worker *w)
 	w->nlisteners = 0;
 	if (w->paused != NULL)
 		evtimer_del(w->paused);
-	atomic_store(&w->busy, (int)front_drain_all(w));
+	front_drain_all(w);
+	atomic_store(&w->busy, worker_open_conns(w));
 	if (w->drain_ev == NULL)
 		w->drain_ev = event_new(w->base, -1, EV_PERSIST,
 		    worker_drain_cb, w);

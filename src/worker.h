@@ -53,7 +53,8 @@ void		 worker_forget(struct worker *, const char *name);
 /* On the worker's thread: stop accepting, close idle client connections,
  * close busy ones after their response. */
 void		 worker_drain(struct worker *);
-/* Any thread: connections still busy after worker_drain(), or -1 before. */
+/* Any thread: client connections still open after worker_drain() (busy,
+ * or flushing their last response), or -1 before. */
 int		 worker_busy(const struct worker *);
 /* Any thread: post a no-op that counts; worker_beats() tells whether the
  * worker's loop is turning (the systemd watchdog). */

@@ -169,11 +169,12 @@ static void
 nap_source(struct nap *n)
 {
 	struct replica_req	*q = n->q;
-	uint64_t		 due, left = n->total - n->done;
+	uint64_t		 due, budget, left = n->total - n->done;
 
 	if (replica_req_pending(q) != 0)
 		return;
-	due = n->rate == 0 ? left : nap_budget(n) - n->done;
+	budget = n->rate == 0 ? UINT64_MAX : nap_budget(n);
+	due = budget > n->done ? budget - n->done : 0;
 	if (due > left)
 		due = left;
 	if (due > PIECE)

@@ -106,6 +106,26 @@ class GracefulStop(unittest.TestCase):
 			self.assertIn("again: stopping now", d.log_text())
 			self.assertEqual(d.stop(), 0)
 
+	@timeout(15)
+	def test_streamed_response_completes(self):
+		# A response still streaming at SIGTERM is delivered whole,
+		# its last bytes flushed before ingressd exits.
+		with Daemon() as d:
+			self.assertEqual(d.request("GET", "/sleep?ms=1").status,
+			    200)
+			with d.conn() as c:
+				c.send(b"GET /sleep?chunks=8&ms=80 HTTP/1.1\r\n"
+				    b"Host: x\r\n\r\n")
+				wait_until(lambda: in_flight(d) == 1, 2.0,
+				    what="request in flight")
+				d.send_signal(signal.SIGTERM)
+				r = c.read_response()
+				self.assertEqual(r.status, 200, r)
+				self.assertEqual(r.body, b"".join(b"chunk %d\n" % i
+				    for i in range(1, 9)))
+			d.proc.wait(timeout=5)
+			self.assertEqual(d.stop(), 0)
+
 	def test_idle_keepalive_closed_at_once(self):
 		with Daemon() as d:
 			with d.conn() as c:

@@ -1,2 +1,0 @@
-build-ops-asan/obj/src/balance.o: src/balance.c src/balance.h
-src/balance.h:

@@ -1,2 +1,0 @@
-build-ops-asan/obj/src/log.o: src/log.c src/log.h
-src/log.h:

@@ -1,3 +1,0 @@
-build-ops-asan/obj/src/resp.o: src/resp.c src/resp.h src/wire.h
-src/resp.h:
-src/wire.h:

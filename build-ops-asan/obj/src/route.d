@@ -1,3 +1,0 @@
-build-ops-asan/obj/src/route.o: src/route.c src/conf.h src/route.h
-src/conf.h:
-src/route.h:

@@ -1,2 +1,0 @@
-build-ops-asan/obj/src/sdnotify.o: src/sdnotify.c src/sdnotify.h
-src/sdnotify.h:

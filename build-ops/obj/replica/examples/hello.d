@@ -1,3 +1,0 @@
-build-ops/obj/replica/examples/hello.o: replica/examples/hello.c \
- replica/replica.h
-replica/replica.h:

@@ -1,3 +1,0 @@
-build-ops/obj/replica/examples/sleep.o: replica/examples/sleep.c \
- replica/replica.h
-replica/replica.h:

@@ -1,4 +1,0 @@
-build-ops/obj/replica/replica.o: replica/replica.c replica/replica.h \
- src/wire.h
-replica/replica.h:
-src/wire.h:

@@ -1,3 +1,0 @@
-build-ops/obj/src/conf.o: src/conf.c src/conf.h src/net.h
-src/conf.h:
-src/net.h:

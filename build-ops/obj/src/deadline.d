@@ -1,2 +1,0 @@
-build-ops/obj/src/deadline.o: src/deadline.c src/deadline.h
-src/deadline.h:

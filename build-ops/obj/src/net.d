@@ -1,2 +1,0 @@
-build-ops/obj/src/net.o: src/net.c src/net.h
-src/net.h:

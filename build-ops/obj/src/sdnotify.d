@@ -1,2 +1,0 @@
-build-ops/obj/src/sdnotify.o: src/sdnotify.c src/sdnotify.h
-src/sdnotify.h:

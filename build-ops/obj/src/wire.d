@@ -1,2 +1,0 @@
-build-ops/obj/src/wire.o: src/wire.c src/wire.h
-src/wire.h:
