@@ -58,7 +58,8 @@ UNIT_SRC := $(wildcard tests/unit/check_*.c)
 UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 FUZZ_SRC := $(wildcard tests/fuzz/fuzz_*.c)
 
-.PHONY: all deps run check check-only unit python integ asan bench fuzz install clean
+.PHONY: all deps run check check-only unit python integ asan bench fuzz fuzz-ci \
+	conformance install clean
 
 all: $(BUILD)/ingressd $(REPLICA_LIB) $(EXAMPLES)
 
@@ -124,6 +125,14 @@ bench: deps all
 FUZZ_BIN := $(FUZZ_SRC:tests/fuzz/%.c=build-fuzz/%)
 fuzz: deps $(FUZZ_BIN)
 	sh tests/fuzz/run.sh $(FUZZ_BIN)
+
+# CI: each target for 60 s, two at a time (tests/fuzz/run.sh).
+fuzz-ci: deps $(FUZZ_BIN)
+	FUZZ_TIME=60 FUZZ_JOBS=2 sh tests/fuzz/run.sh $(FUZZ_BIN)
+
+# The raw-socket HTTP/1.1 suite against ingressd + replica-echo.
+conformance: all
+	python3 tests/conformance/run.py --ingressd $(BUILD) --strict
 
 build-fuzz/fuzz_%: tests/fuzz/fuzz_%.c $(LIB_SRC) $(LLHTTP_SRC_DIR)/llhttp.c
 	@mkdir -p $(dir $@)

@@ -7,11 +7,13 @@ this file does what is awkward in sh:
   ports N                 print N free 127.0.0.1 TCP ports, one a line
   ingressd-conf ...       write the bench conf for ingressd (JSON)
   replica-pids ADMIN      print replica pids from GET /-/deployments
-  report ...              parse the raw tool outputs, print the table,
-                          write results.md and results.json
+  stream ...              one streamed transfer through curl: rate, the
+                          proxy's peak RSS and CPU; appends a JSON line
+  report ...              parse the raw outputs, print the tables, check
+                          issue 8's targets, write results.md and .json
 
 The raw outputs stay in build/bench/raw/ so any figure can be checked
-against what wrk or ab printed.
+against what wrk, ab or curl printed.
 """
 
 import argparse
@@ -27,14 +29,32 @@ import time
 import urllib.error
 import urllib.request
 
-TARGETS = ["ingressd", "nginx-proxy", "nginx-direct"]
-TOOLS = ["wrk", "ab", "abk"]
+TARGETS = ["ingressd", "haproxy", "nginx-proxy", "h2o", "nginx-uwsgi",
+           "nginx-direct"]
+STREAM_TARGETS = ["ingressd", "haproxy", "nginx-proxy", "h2o", "direct"]
+TOOLS = ["wrk", "wrk1", "wrk1k", "ab", "abk"]
+MODES = ["down", "up", "up-chunked"]
+REFS = [("nginx-proxy", "x nginx-proxy"), ("haproxy", "x haproxy"),
+        ("nginx-direct", "x direct")]
 TARGET_NOTE = {
-    "ingressd": "ingressd /hello -> 1 replica-hello (unix socket, wire protocol)",
-    "nginx-proxy": "nginx proxy_pass -> nginx return 200 "
-                   "(keepalive %(NGINX_KEEPALIVE)s)",
-    "nginx-direct": "nginx return 200, no proxy (one-hop ceiling)",
+    "ingressd": "ingressd /hello -> replica-hello (wire protocol over a "
+                "unix socket, one connection multiplexed)",
+    "haproxy": "HAProxy -> origin nginx (keep-alive, http-reuse always)",
+    "nginx-proxy": "nginx proxy_pass -> origin nginx (HTTP/1.1, upstream "
+                   "keepalive %(NGINX_KEEPALIVE)s)",
+    "h2o": "h2o -> origin nginx (keep-alive)",
+    "nginx-uwsgi": "nginx uwsgi_pass -> uwsgi, Python WSGI hello (one "
+                   "connection per request on the second hop)",
+    "nginx-direct": "origin nginx return 200, no proxy (one-hop ceiling)",
 }
+MODE_NOTE = {
+    "down": "download, Content-Length (ingressd: replica-sleep "
+            "?source=N&rate=0; others: the origin nginx's /big file)",
+    "up": "upload, Content-Length (ingressd: replica-sleep "
+          "?sink=10^12; others: bench/sink.py)",
+    "up-chunked": "upload, Transfer-Encoding: chunked (same backends)",
+}
+RSS_FLAT_MIB = 16	# "RSS flat": peak minus start during a transfer
 
 
 def cmd_ports(args):
@@ -54,12 +74,15 @@ def cmd_ports(args):
 
 
 def cmd_ingressd_conf(args):
+    workers = args.workers if args.workers == "auto" else int(args.workers)
     conf = {
         "listen": ["127.0.0.1:%d" % args.port],
         "admin": "127.0.0.1:%d" % args.admin,
-        "workers": args.workers,
+        "workers": workers,
         "runtime_dir": os.path.abspath(args.runtime_dir),
         "log_level": "warn",
+        # The streams need 1 GB bodies; nothing else comes near.
+        "limits": {"max_body": 1 << 40},
         "routes": [{"prefix": "/hello", "deployment": "hello"}],
         "deployments": {
             "hello": {
@@ -71,6 +94,12 @@ def cmd_ingressd_conf(args):
             }
         },
     }
+    if args.sleep_replica:
+        conf["routes"].append({"prefix": "/sleep", "deployment": "sleep"})
+        conf["deployments"]["sleep"] = {
+            "spawn": {"command": [os.path.abspath(args.sleep_replica)],
+                      "replicas": 1},
+        }
     with open(args.out, "w") as f:
         json.dump(conf, f, indent=2)
         f.write("\n")
@@ -95,7 +124,8 @@ def cmd_replica_pids(args):
         return 1
     try:
         doc = json.loads(body)
-        pids = [int(r["pid"]) for d in doc.values()
+        pids = [int(r["pid"]) for name, d in doc.items()
+                if args.deployment in (None, name)
                 for r in d.get("replicas", []) if r.get("pid")]
     except (ValueError, TypeError, KeyError, AttributeError) as e:
         print("GET /-/deployments: unexpected JSON: %s" % e, file=sys.stderr)
@@ -103,6 +133,113 @@ def cmd_replica_pids(args):
     for p in pids:
         print(p)
     return 0 if pids else 1
+
+
+# ---- /proc ---------------------------------------------------------------
+
+def proc_ticks(pids):
+    """utime+stime of the pids summed, or None if one is gone."""
+    t = 0
+    for p in pids:
+        try:
+            with open("/proc/%d/stat" % p) as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            return None
+        t += int(fields[11]) + int(fields[12])
+    return t
+
+
+def proc_rss_kib(pids):
+    total = 0
+    for p in pids:
+        try:
+            with open("/proc/%d/status" % p) as f:
+                for line in f:
+                    if line.startswith("VmRSS:"):
+                        total += int(line.split()[1])
+                        break
+        except (OSError, ValueError):
+            pass
+    return total
+
+
+# ---- streams -------------------------------------------------------------
+
+def stream_cmd(args):
+    cmd = args.client.split() + [
+        "curl", "-s", "-S", "--max-time", str(args.timeout),
+        "-w", "%{http_code} %{size_download} %{size_upload} %{time_total}",
+        "-o", "/dev/null" if args.mode == "down" else args.raw + ".body"]
+    if args.mode != "down":
+        # No Expect: 100-continue: curl would wait for it on big bodies.
+        cmd += ["-X", "POST", "-T", args.file, "-H", "Expect:",
+                "-H", "Content-Type: application/octet-stream"]
+        if args.mode == "up-chunked":
+            cmd += ["-H", "Transfer-Encoding: chunked"]
+    return cmd + [args.url]
+
+
+def stream_check(args, code, down):
+    """Why this transfer does not count, or None."""
+    if code != "200":
+        return "status %s" % code
+    if args.mode == "down":
+        return None if down == args.bytes else \
+            "%d bytes downloaded, not %d" % (down, args.bytes)
+    try:
+        with open(args.raw + ".body") as f:
+            got = json.load(f)["received"]
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        return "no {\"received\": N} answer: %s" % e
+    return None if got == args.bytes else \
+        "the backend received %s bytes, not %d" % (got, args.bytes)
+
+
+def cmd_stream(args):
+    hz = os.sysconf("SC_CLK_TCK")
+    proxy = [int(p) for p in args.proxy_pids.split()]
+    backend = [int(p) for p in args.backend_pids.split()]
+    rss0 = peak = proc_rss_kib(proxy)
+    p0, b0 = proc_ticks(proxy), proc_ticks(backend)
+    cmd = stream_cmd(args)
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         text=True)
+    while p.poll() is None:
+        time.sleep(0.05)
+        peak = max(peak, proc_rss_kib(proxy))
+    out, err = p.communicate()
+    p1, b1 = proc_ticks(proxy), proc_ticks(backend)
+    with open(args.raw, "w") as f:
+        f.write(" ".join(cmd) + "\n" + out + "\n" + err)
+    run = {"target": args.target, "mode": args.mode, "round": args.round,
+           "bytes": args.bytes, "rc": p.returncode,
+           "rss_start_kib": rss0, "rss_peak_kib": peak,
+           "load1": os.getloadavg()[0], "raw": args.raw}
+    try:
+        code, down, up, secs = out.split()
+        run["secs"] = float(secs)
+        run["mbps"] = args.bytes / float(secs) / 1e6
+        why = stream_check(args, code, int(down))
+    except ValueError:
+        why = "curl: %s" % (err.strip() or out.strip() or "no output")
+    if p.returncode != 0:
+        why = "curl exit %d: %s" % (p.returncode, err.strip())
+    run["ok"] = why is None
+    if why:
+        run["why"] = why
+    gb = args.bytes / 1e9
+    if p0 is not None and p1 is not None and proxy:
+        run["cpu_proxy_s_gb"] = (p1 - p0) / hz / gb
+    if b0 is not None and b1 is not None and backend:
+        run["cpu_backend_s_gb"] = (b1 - b0) / hz / gb
+    with open(args.out, "a") as f:
+        f.write(json.dumps(run) + "\n")
+    print("bench: stream round %d %s %s: %s" % (
+        args.round, args.mode, args.target,
+        "%.0f MB/s, RSS %d -> %d KiB" % (run["mbps"], rss0, peak)
+        if run["ok"] else "FAILED: " + why), file=sys.stderr)
+    return 0
 
 
 # ---- parsing the tools' output -------------------------------------------
@@ -137,6 +274,8 @@ def parse_wrk(text):
                   r"timeout (\d+)", text)
     if m:
         errors += sum(int(x) for x in m.groups())
+        r["socket_errors"] = "connect %s, read %s, write %s, timeout %s" \
+            % m.groups()
     m = re.search(r"Non-2xx or 3xx responses: (\d+)", text)
     if m:
         errors += int(m.group(1))
@@ -175,6 +314,19 @@ def parse_ab(text):
     return r
 
 
+def parse_perf(path, event):
+    """The count perf stat -x, wrote for EVENT, or None."""
+    try:
+        with open(path) as f:
+            for line in f:
+                fields = line.strip().split(",")
+                if len(fields) > 2 and fields[2].startswith(event):
+                    return float(fields[0])
+    except (OSError, ValueError):
+        pass
+    return None
+
+
 def cpu_us(t0, t1, requests, hz):
     """CPU microseconds per request from utime+stime ticks, or None."""
     if t0 in ("-", "NA") or t1 in ("-", "NA") or not requests:
@@ -182,55 +334,71 @@ def cpu_us(t0, t1, requests, hz):
     return (int(t1) - int(t0)) * 1e6 / hz / requests
 
 
-def load_runs(raw, hz):
+def load_run(fields, raw, hz, env):
+    target, tool, rnd, rc, p0, p1, b0, b1, out, load = fields
+    run = {"target": target, "tool": tool, "round": int(rnd),
+           "rc": int(rc) if rc.lstrip("-").isdigit() else -1,
+           "raw": out, "ok": False, "load1": float(load)}
+    text = ""
+    try:
+        # run.sh's path may be relative to another directory.
+        out = os.path.join(raw, os.path.basename(out))
+        with open(out, errors="replace") as o:
+            text = o.read()
+        run.update(parse_wrk(text) if tool.startswith("wrk")
+                   else parse_ab(text))
+        run["cpu_proxy"] = cpu_us(p0, p1, run["requests"], hz)
+        run["cpu_backend"] = cpu_us(b0, b1, run["requests"], hz)
+        ev = env.get("PERF_EVENT", "instructions")
+        for side in ("proxy", "backend"):
+            n = parse_perf(out + ".perf-" + side, ev)
+            run["instr_" + side] = n / run["requests"] \
+                if n is not None and run["requests"] else None
+        run["ok"] = run["rc"] == 0 and run["errors"] == 0
+        if run["rc"] != 0:
+            run["why"] = "exit status %d" % run["rc"]
+        elif run["errors"]:
+            run["why"] = "%d errors" % run["errors"]
+    except (OSError, ValueError) as e:
+        run["why"] = "exit %s: %s" % (rc, e)
+        if rc in ("124", "137"):
+            run["why"] = "timed out (exit %s)" % rc
+        elif text.strip():
+            run["why"] += " (%s)" % text.strip().splitlines()[-1]
+    return run
+
+
+def load_runs(raw, hz, env):
     runs = []
     path = os.path.join(raw, "runs.tsv")
     if not os.path.exists(path):
         return runs
     with open(path) as f:
         for line in f:
-            f_ = line.rstrip("\n").split("\t")
-            if len(f_) != 9:
-                continue
-            target, tool, rnd, rc, p0, p1, b0, b1, out = f_
-            run = {"target": target, "tool": tool, "round": int(rnd),
-                   "rc": int(rc) if rc.lstrip("-").isdigit() else -1,
-                   "raw": out, "ok": False}
-            text = ""
-            try:
-                # run.sh's path may be relative to another directory.
-                out = os.path.join(raw, os.path.basename(out))
-                with open(out, errors="replace") as o:
-                    text = o.read()
-                run.update(parse_wrk(text) if tool == "wrk"
-                           else parse_ab(text))
-                run["cpu_proxy"] = cpu_us(p0, p1, run["requests"], hz)
-                run["cpu_backend"] = cpu_us(b0, b1, run["requests"], hz)
-                run["ok"] = run["rc"] == 0 and run["errors"] == 0
-                if run["rc"] != 0:
-                    run["why"] = "exit status %d" % run["rc"]
-                elif run["errors"]:
-                    run["why"] = "%d errors" % run["errors"]
-            except (OSError, ValueError) as e:
-                run["why"] = "exit %s: %s" % (rc, e)
-                if rc in ("124", "137"):
-                    run["why"] = "timed out (exit %s)" % rc
-                elif text.strip():
-                    run["why"] += " (%s)" % text.strip().splitlines()[-1]
-            runs.append(run)
+            fields = line.rstrip("\n").split("\t")
+            if len(fields) == 10:
+                runs.append(load_run(fields, raw, hz, env))
     return runs
 
 
-def load_status(raw):
-    """Target-level failures written by run.sh: target TAB reason."""
-    failed = {}
-    path = os.path.join(raw, "failed.tsv")
+def load_streams(raw):
+    path = os.path.join(raw, "streams.jsonl")
+    if not os.path.exists(path):
+        return []
+    with open(path) as f:
+        return [json.loads(line) for line in f if line.strip()]
+
+
+def load_tsv(raw, name):
+    """Target-level notes written by run.sh: target TAB reason."""
+    notes = {}
+    path = os.path.join(raw, name)
     if os.path.exists(path):
         with open(path) as f:
             for line in f:
                 t, _, why = line.rstrip("\n").partition("\t")
-                failed.setdefault(t, why)
-    return failed
+                notes.setdefault(t, why)
+    return notes
 
 
 def med(xs):
@@ -238,83 +406,223 @@ def med(xs):
     return statistics.median(xs) if xs else None
 
 
-def summarise(runs, failed, tools):
+# ---- summaries -----------------------------------------------------------
+
+def ratios(values, target, key, ref):
+    """Per-round value over the reference's in the same round, median:
+    the targets of one round ran seconds apart, so drift mostly cancels."""
+    rs = [v / values[(ref, key, n)] for (tg, k, n), v in values.items()
+          if tg == target and k == key and values.get((ref, key, n))]
+    return med(rs)
+
+
+def summarise(runs, failed, tools, targets):
     rows = []
     for tool in tools:
-        for target in TARGETS:
+        for target in targets:
             rs = [r for r in runs if r["target"] == target
                   and r["tool"] == tool]
             good = [r for r in rs if "rps" in r]
             row = {"target": target, "tool": tool, "runs": len(rs),
                    "bad": [r.get("why", "") for r in rs if not r["ok"]],
-                   "errors": sum(r.get("errors", 0) for r in rs)}
-            if target in failed and not good:
-                row["failed"] = failed[target]
-            elif not good:
-                row["failed"] = (rs[0].get("why", "no output") if rs
-                                 else failed.get(target, "not run"))
-            else:
-                rps = [r["rps"] for r in good]
-                row.update({
-                    "rps": med(rps), "rps_min": min(rps),
-                    "rps_max": max(rps), "rps_all": rps,
-                    "p50": med(r["p50"] for r in good),
-                    "p99": med(r["p99"] for r in good),
-                    "cpu_proxy": med(r.get("cpu_proxy") for r in good),
-                    "cpu_backend": med(r.get("cpu_backend") for r in good),
-                    "bytes_per_resp": med(r.get("bytes_per_resp")
-                                          for r in good),
-                })
-            if target in failed and good:
+                   "errors": sum(r.get("errors", 0) for r in rs),
+                   "socket_errors": [r["socket_errors"] for r in rs
+                                     if r.get("socket_errors")]}
+            if not good:
+                row["failed"] = failed.get(target) or (
+                    rs[0].get("why", "no output") if rs else "not run")
+                rows.append(row)
+                continue
+            rps = [r["rps"] for r in good]
+            row.update({"rps": med(rps), "rps_min": min(rps),
+                        "rps_max": max(rps), "rps_all": rps})
+            for k in ("p50", "p99", "cpu_proxy", "cpu_backend",
+                      "instr_proxy", "instr_backend", "bytes_per_resp"):
+                row[k] = med(r.get(k) for r in good)
+            if target in failed:
                 row["bad"].append(failed[target])
             rows.append(row)
-    # Ratios are taken round by round, then the median: the targets of one
-    # round ran seconds apart, so drift on the machine mostly cancels.
-    rps = {(r["target"], r["tool"], r["round"]): r["rps"] for r in runs
-           if "rps" in r}
+    values = {(r["target"], r["tool"], r["round"]): r["rps"] for r in runs
+              if "rps" in r}
     for row in rows:
-        for ref in ("nginx-proxy", "nginx-direct"):
-            ratios = [v / rps[(ref, t, n)]
-                      for (tg, t, n), v in rps.items()
-                      if tg == row["target"] and t == row["tool"]
-                      and rps.get((ref, t, n))]
-            if "rps" in row and ratios:
-                row["vs_" + ref] = med(ratios)
+        for ref, _ in REFS:
+            if "rps" in row:
+                row["vs_" + ref] = ratios(values, row["target"],
+                                          row["tool"], ref)
     return rows
 
 
+def summarise_streams(streams, modes):
+    rows = []
+    for mode in modes:
+        for target in STREAM_TARGETS:
+            rs = [s for s in streams if s["target"] == target
+                  and s["mode"] == mode]
+            if not rs:
+                continue
+            good = [s for s in rs if s["ok"]]
+            row = {"target": target, "mode": mode, "runs": len(rs),
+                   "bad": [s.get("why", "") for s in rs if not s["ok"]]}
+            if good:
+                mb = [s["mbps"] for s in good]
+                row.update({
+                    "mbps": med(mb), "mbps_min": min(mb),
+                    "mbps_max": max(mb),
+                    "rss_start_mib": min(s["rss_start_kib"]
+                                         for s in good) / 1024,
+                    "rss_peak_mib": max(s["rss_peak_kib"]
+                                        for s in good) / 1024,
+                    "rss_growth_mib": max(s["rss_peak_kib"] -
+                                          s["rss_start_kib"]
+                                          for s in good) / 1024,
+                    "cpu_proxy_s_gb": med(s.get("cpu_proxy_s_gb")
+                                          for s in good),
+                    "cpu_backend_s_gb": med(s.get("cpu_backend_s_gb")
+                                            for s in good)})
+            rows.append(row)
+    values = {(s["target"], s["mode"], s["round"]): s["mbps"]
+              for s in streams if s["ok"]}
+    for row in rows:
+        for ref in ("nginx-proxy", "direct"):
+            if "mbps" in row:
+                row["vs_" + ref] = ratios(values, row["target"],
+                                          row["mode"], ref)
+    return rows
+
+
+# ---- issue 8's targets ---------------------------------------------------
+
+def find(rows, target, tool):
+    for r in rows:
+        if r["target"] == target and r.get("tool", r.get("mode")) == tool \
+                and "failed" not in r:
+            return r
+    return None
+
+
+def check(label, have, cmp, want, fmt_="%.3f"):
+    if have is None or want is None:
+        return [label, "-", "-", "not measured"]
+    ok = have >= want if cmp == ">=" else have <= want
+    return [label, fmt_ % have, "%s %s" % (cmp, fmt_ % want),
+            "met" if ok else "NOT met"]
+
+
+def targets_check(rows, srows):
+    """Issue 8's targets, each a row: what, ingressd's figure, the bar,
+    met or not."""
+    out = []
+    i, n = find(rows, "ingressd", "wrk"), find(rows, "nginx-proxy", "wrk")
+    g = lambda r, k: r.get(k) if r else None
+    out.append(check("wrk -c100 req/s vs nginx-proxy", g(i, "vs_nginx-proxy"),
+                     ">=", 1.3))
+    out.append(check("wrk -c100 req/s vs haproxy", g(i, "vs_haproxy"),
+                     ">=", 1.0))
+    out.append(check("wrk -c100 req/s vs one-hop ceiling",
+                     g(i, "vs_nginx-direct"), ">=", 0.5))
+    out.append(check("wrk -c100 p99 ms vs nginx-proxy", g(i, "p99"), "<=",
+                     g(n, "p99")))
+    out.append(check("wrk -c100 ingressd CPU us/req", g(i, "cpu_proxy"),
+                     "<=", 25.0, "%.1f"))
+    out.append(check("wrk -c100 replica CPU us/req", g(i, "cpu_backend"),
+                     "<=", 10.0, "%.1f"))
+    i1, n1 = find(rows, "ingressd", "wrk1"), find(rows, "nginx-proxy", "wrk1")
+    out.append(check("wrk -c1 p50 ms vs nginx-proxy", g(i1, "p50"), "<=",
+                     g(n1, "p50"), "%.3f"))
+    out.append(check("wrk -c1 p99 ms vs nginx-proxy", g(i1, "p99"), "<=",
+                     g(n1, "p99"), "%.3f"))
+    ik, nk = find(rows, "ingressd", "wrk1k"), find(rows, "nginx-proxy",
+                                                    "wrk1k")
+    out.append(check("wrk -c1000 errors", g(ik, "errors"), "<=", 0, "%d"))
+    out.append(check("wrk -c1000 p99 ms vs nginx-proxy", g(ik, "p99"), "<=",
+                     g(nk, "p99")))
+    out.append(check("ab -c100 req/s vs one-hop ceiling",
+                     g(find(rows, "ingressd", "ab"), "vs_nginx-direct"),
+                     ">=", 0.95))
+    out.append(check("ab -k -c100 req/s vs nginx-proxy",
+                     g(find(rows, "ingressd", "abk"), "vs_nginx-proxy"),
+                     ">=", 1.3))
+    for mode in MODES:
+        s = find(srows, "ingressd", mode)
+        if s is None and not any(r["mode"] == mode for r in srows):
+            continue
+        out.append(check("stream %s MB/s vs nginx-proxy" % mode,
+                         g(s, "vs_nginx-proxy"), ">=", 0.8))
+        out.append(check("stream %s RSS growth MiB" % mode,
+                         g(s, "rss_growth_mib"), "<=", RSS_FLAT_MIB, "%.1f"))
+    return out
+
+
+# ---- tables --------------------------------------------------------------
+
 def tool_label(tool, env):
-    c = env.get("CONNS", "100")
-    if tool == "wrk":
-        return "wrk -t1 -c%s -d%ss" % (c, env.get("DURATION", "5"))
+    c, d = env.get("CONNS", "100"), env.get("DURATION", "4")
     n = env.get("AB_N", "10000")
-    return "ab %s-n %s -c %s" % ("-k " if tool == "abk" else "", n, c)
+    return {"wrk": "wrk -t1 -c%s -d%ss" % (c, d),
+            "wrk1": "wrk -t1 -c1 -d%ss" % d,
+            "wrk1k": "wrk -t1 -c1000 -d%ss" % d,
+            "ab": "ab -n %s -c %s" % (n, c),
+            "abk": "ab -k -n %s -c %s" % (n, c)}[tool]
 
 
 def fmt(x, spec):
     return "-" if x is None else format(x, spec)
 
 
-def table(rows, env):
-    head = ["target", "tool", "req/s median (min-max)", "p50 ms", "p99 ms",
-            "CPU us/req proxy", "CPU us/req backend", "vs nginx-proxy",
-            "vs nginx-direct", "errors"]
+def instr(x, perf_ok):
+    if not perf_ok:
+        return "n/a"
+    return fmt(x, ".0f" if x is None or x >= 100 else ".3g")
+
+
+def load_table(rows, tool, env):
+    perf_ok = env.get("PERF_OK") == "1"
+    head = ["target", "req/s median (min-max)", "p50 ms", "p99 ms",
+            "CPU us/req proxy", "CPU us/req backend", "instr/req proxy",
+            "instr/req backend"] + [h for _, h in REFS] + ["errors"]
     body = []
     for r in rows:
+        if r["tool"] != tool:
+            continue
         if "failed" in r:
-            body.append([r["target"], tool_label(r["tool"], env),
-                         "FAILED: " + r["failed"]] + [""] * 7)
+            body.append([r["target"], "FAILED: " + r["failed"]] +
+                        [""] * (len(head) - 2))
             continue
         errs = str(r["errors"])
         if r["bad"]:
             errs += " (%d/%d runs bad)" % (len(r["bad"]), r["runs"])
         body.append([
-            r["target"], tool_label(r["tool"], env),
+            r["target"],
             "%.0f (%.0f-%.0f)" % (r["rps"], r["rps_min"], r["rps_max"]),
             fmt(r["p50"], ".2f"), fmt(r["p99"], ".2f"),
             fmt(r["cpu_proxy"], ".1f"), fmt(r["cpu_backend"], ".1f"),
+            instr(r["instr_proxy"], perf_ok),
+            instr(r["instr_backend"], perf_ok)] +
+            [fmt(r.get("vs_" + ref), ".2f") for ref, _ in REFS] + [errs])
+    return head, body
+
+
+def stream_table(srows, mode):
+    head = ["target", "MB/s median (min-max)", "x nginx-proxy", "x direct",
+            "proxy RSS MiB start", "peak", "CPU s/GB proxy",
+            "CPU s/GB backend", "failed runs"]
+    body = []
+    for r in srows:
+        if r["mode"] != mode:
+            continue
+        bad = "%d/%d: %s" % (len(r["bad"]), r["runs"], r["bad"][0]) \
+            if r["bad"] else "0"
+        if "mbps" not in r:
+            body.append([r["target"], "FAILED"] + [""] * 6 + [bad])
+            continue
+        body.append([
+            r["target"],
+            "%.0f (%.0f-%.0f)" % (r["mbps"], r["mbps_min"], r["mbps_max"]),
             fmt(r.get("vs_nginx-proxy"), ".2f"),
-            fmt(r.get("vs_nginx-direct"), ".2f"), errs])
+            fmt(r.get("vs_direct"), ".2f"),
+            "%.1f" % r["rss_start_mib"], "%.1f" % r["rss_peak_mib"],
+            fmt(r["cpu_proxy_s_gb"], ".2f"), fmt(r["cpu_backend_s_gb"],
+                                                 ".2f"), bad])
     return head, body
 
 
@@ -356,23 +664,33 @@ def machine():
         "cpu": model,
         "kernel": platform.release(),
         "nginx": first_line(["/usr/sbin/nginx", "-v"]),
+        "haproxy": first_line(["haproxy", "-v"]).split(" - ")[0],
+        "h2o": first_line(["h2o", "--version"]),
+        "uwsgi": "uwsgi " + first_line(["uwsgi", "--version"]),
         "wrk": first_line(["wrk", "-v"]).split(" [")[0],
         "ab": first_line(["ab", "-V"]).replace("This is ", "")
                                               .split(" <")[0],
         "git": first_line(["git", "rev-parse", "--short", "HEAD"]),
+        "dirty": bool(subprocess.run(
+            ["git", "status", "--porcelain", "--", "src", "replica"],
+            capture_output=True, text=True).stdout.strip()),
         "date": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
     }
 
 
-def loadavg(raw):
-    """Load averages at the start (run.sh) and now: others' work skews us."""
+def loadavg(raw, runs, streams):
+    """Load averages at the start, during and at the end: others' work
+    on the machine skews everything."""
     try:
         with open(os.path.join(raw, "loadavg.start")) as f:
             start = f.read().strip()
     except OSError:
         start = "?"
     now = " ".join("%.2f" % x for x in os.getloadavg())
-    return "%s at start, %s at the end" % (start, now)
+    during = [r["load1"] for r in runs + streams if "load1" in r]
+    mid = "; 1-min load at the runs %.2f-%.2f" % (min(during), max(during)) \
+        if during else ""
+    return "%s at start, %s at the end%s" % (start, now, mid)
 
 
 def load_params(raw):
@@ -389,58 +707,106 @@ def load_params(raw):
     return env
 
 
+def header_md(m, env, targets):
+    return [
+        "# ingressd benchmark results", "",
+        "Generated by `sh bench/run.sh` (`make bench`) on %s." % m["date"],
+        "",
+        "- machine: %s CPUs, %s, kernel %s" % (m["nproc"], m["cpu"],
+                                               m["kernel"]),
+        "- peers: %s; %s; %s; %s" % (m["nginx"], m["haproxy"], m["h2o"],
+                                     m["uwsgi"]),
+        "- load: %s; %s" % (m["wrk"], m["ab"]),
+        "- load average (1/5/15 min): %s" % m["loadavg"],
+        "- source: git %s%s; WORKERS=%s ROUNDS=%s DURATION=%ss CONNS=%s "
+        "AB_N=%s STREAM_BYTES=%s STREAM_ROUNDS=%s SERVER_CPUS=%s "
+        "CLIENT_CPUS=%s ulimit -n %s"
+        % (m["git"], " + working tree" if m["dirty"] else "",
+           env.get("WORKERS", "1"), env.get("ROUNDS"), env.get("DURATION"),
+           env.get("CONNS"), env.get("AB_N"), env.get("STREAM_BYTES"),
+           env.get("STREAM_ROUNDS"), env.get("SERVER_CPUS") or "-",
+           env.get("CLIENT_CPUS") or "-", env.get("ULIMIT_N")),
+        "- instructions per request: %s" % (
+            "perf stat -e %s" % env.get("PERF_EVENT")
+            if env.get("PERF_OK") == "1"
+            else "n/a (%s)" % env.get("PERF_WHY", "?")),
+        "- targets: " + "; ".join("**%s**: %s" % (t, TARGET_NOTE[t] % env)
+                                  for t in targets), ""]
+
+
 def cmd_report(args):
     env = load_params(args.raw)
     hz = os.sysconf("SC_CLK_TCK")
     tools = [t for t in env.get("TOOLS", " ".join(TOOLS)).split()
              if t in TOOLS]
-    runs = load_runs(args.raw, hz)
-    failed = load_status(args.raw)
-    rows = summarise(runs, failed, tools)
-    head, body = table(rows, env)
+    modes = [s for s in env.get("STREAM", "").split() if s in MODES]
+    runs = load_runs(args.raw, hz, env)
+    streams = load_streams(args.raw)
+    failed = load_tsv(args.raw, "failed.tsv")
+    skipped = load_tsv(args.raw, "skipped.tsv")
+    ran = env.get("TARGETS", " ".join(TARGETS)).split()
+    targets = [t for t in TARGETS if t in ran or t in failed]
+    rows = summarise(runs, failed, tools, targets)
+    srows = summarise_streams(streams, modes)
     m = machine()
-    m["loadavg"] = loadavg(args.raw)
-    print(text_table(head, body))
-    if any(r["errors"] for r in rows):
-        print("WARNING: rows with errors count error responses in req/s; "
-              "see %s" % args.raw)
-
-    mdl = ["# ingressd benchmark results", "",
-           "Generated by `sh bench/run.sh` (`make bench`) on %s." % m["date"],
-           "",
-           "- machine: %s CPUs, %s, kernel %s" % (m["nproc"], m["cpu"],
-                                                  m["kernel"]),
-           "- tools: %s; %s; %s" % (m["nginx"], m["wrk"], m["ab"]),
-           "- load average (1/5/15 min): %s" % m["loadavg"],
-           "- source: git %s; ROUNDS=%s DURATION=%ss CONNS=%s AB_N=%s"
-           % (m["git"], env.get("ROUNDS", "3"), env.get("DURATION", "5"),
-              env.get("CONNS", "100"), env.get("AB_N", "10000")),
-           "- targets: " + "; ".join("**%s**: %s" % (t, TARGET_NOTE[t] % env)
-                                     for t in TARGETS),
-           "",
-           md_table(head, body), ""]
+    m["loadavg"] = loadavg(args.raw, runs, streams)
+    md = header_md(m, env, targets)
+    for t, why in skipped.items():
+        md += ["**%s skipped**: %s." % (t, why), ""]
+        print("%s skipped: %s" % (t, why))
+    for tool in tools:
+        head, body = load_table(rows, tool, env)
+        print("\n" + tool_label(tool, env) + "\n" + text_table(head, body))
+        md += ["## `%s`" % tool_label(tool, env), "", md_table(head, body),
+               ""]
+    for mode in modes:
+        head, body = stream_table(srows, mode)
+        label = "%s, %s bytes" % (MODE_NOTE[mode], env.get("STREAM_BYTES"))
+        print("\nstream: " + label + "\n" + text_table(head, body))
+        md += ["## Stream: %s" % label, "", md_table(head, body), ""]
+    chk = targets_check(rows, srows)
+    head = ["issue 8 target (WORKERS=%s)" % env.get("WORKERS", "1"),
+            "ingressd", "bar", "verdict"]
+    print("\n" + text_table(head, chk))
+    md += ["## Issue 8's targets", "", md_table(head, chk), ""]
     sizes = ["%s %.0f" % (r["target"], r["bytes_per_resp"]) for r in rows
              if r["tool"] == "ab" and r.get("bytes_per_resp")]
     if sizes:
-        mdl += ["Bytes per response, head + body (from ab): %s." %
-                ", ".join(sizes), ""]
+        md += ["Bytes per response, head + body (from ab): %s." %
+               ", ".join(sizes), ""]
     if any(r["errors"] for r in rows):
-        mdl += ["**Rows with errors are not comparable**: wrk and ab count "
-                "error responses (non-2xx) in req/s. See build/bench/raw/.",
-                ""]
-    mdl += ["Medians over rounds; p50/p99 are medians of each round's "
-            "percentile (wrk: --latency, ab: whole ms, connect included). "
-            "CPU is utime+stime from /proc/PID/stat around each run "
-            "divided by the requests completed: *proxy* is ingressd or the "
-            "nginx proxy (nginx-direct: the origin itself), *backend* is "
-            "the replica or the origin nginx. Ratios: req/s over the "
-            "reference's in the same round, median over rounds.",
-            ""]
+        print("WARNING: rows with errors count error responses in req/s; "
+              "see %s" % args.raw)
+        md += ["**Rows with errors are not comparable**: wrk and ab count "
+               "error responses (non-2xx) in req/s. See the raw outputs.",
+               ""]
+        for r in rows:
+            for s in r.get("socket_errors", []):
+                md.append("- %s %s: socket errors %s" % (
+                    r["target"], tool_label(r["tool"], env), s))
+        md.append("")
+    md += ["Medians over rounds; p50/p99 are medians of each round's "
+           "percentile (wrk: --latency, ab: whole ms, connect included). "
+           "CPU is utime+stime from /proc/PID/stat around each run "
+           "divided by the requests completed: *proxy* is ingressd, "
+           "HAProxy, h2o or the nginx in front (nginx-direct: the origin "
+           "itself), *backend* the replica, the origin nginx or uwsgi. "
+           "Ratios: req/s (MB/s) over the reference's in the same round, "
+           "median over rounds. Streams: RSS is VmRSS of the proxy's "
+           "processes sampled every 50 ms (start: before the transfer); "
+           "*direct* is curl to the origin nginx (download) or to "
+           "bench/sink.py (upload), whose figures are then the server's.",
+           ""]
     with open(args.md, "w") as f:
-        f.write("\n".join(mdl))
+        f.write("\n".join(md))
     with open(args.json, "w") as f:
-        json.dump({"machine": m, "rows": rows, "runs": runs}, f, indent=1)
-    bad = [r for r in rows if "failed" in r or r["bad"]]
+        json.dump({"machine": m, "params": {k: env.get(k) for k in (
+            "ROUNDS", "DURATION", "CONNS", "AB_N", "WORKERS", "TOOLS",
+            "STREAM", "STREAM_BYTES", "PERF_OK", "PERF_EVENT")},
+            "rows": rows, "streams": srows, "runs": runs,
+            "stream_runs": streams, "targets": chk}, f, indent=1)
+    bad = [r for r in rows if "failed" in r or r["bad"]] + \
+        [r for r in srows if r["bad"]]
     return 1 if bad else 0
 
 
@@ -456,12 +822,28 @@ def main():
     p.add_argument("--runtime-dir", required=True)
     p.add_argument("--replica", required=True)
     p.add_argument("--replicas", type=int, default=1)
-    p.add_argument("--workers", type=int, default=1)
+    p.add_argument("--sleep-replica")
+    p.add_argument("--workers", default="1", help="an integer or auto")
     p.add_argument("--out", required=True)
     p.set_defaults(fn=cmd_ingressd_conf)
     p = sub.add_parser("replica-pids")
     p.add_argument("admin", help="HOST:PORT of the admin listener")
+    p.add_argument("--deployment", help="only this deployment's replicas")
     p.set_defaults(fn=cmd_replica_pids)
+    p = sub.add_parser("stream")
+    p.add_argument("--target", required=True)
+    p.add_argument("--mode", choices=MODES, required=True)
+    p.add_argument("--round", type=int, required=True)
+    p.add_argument("--url", required=True)
+    p.add_argument("--bytes", type=int, required=True)
+    p.add_argument("--file", required=True, help="the upload body")
+    p.add_argument("--proxy-pids", default="")
+    p.add_argument("--backend-pids", default="")
+    p.add_argument("--client", default="", help="a prefix (taskset -c N)")
+    p.add_argument("--timeout", type=int, default=600)
+    p.add_argument("--out", required=True, help="JSON lines, appended")
+    p.add_argument("--raw", required=True, help="what curl printed")
+    p.set_defaults(fn=cmd_stream)
     p = sub.add_parser("report")
     p.add_argument("--raw", required=True)
     p.add_argument("--md", required=True)

@@ -122,7 +122,10 @@ defaults
 	timeout http-keep-alive 30s
 frontend fe
 	bind 127.0.0.1:$HPORT
-	http-request deny deny_status 413 if { req.hdr_val(content-length) gt 1048576 }
+	# hdr_val is a 32-bit integer: long values are caught by length.
+	acl body_too_big req.hdr_val(content-length) gt 1048576
+	acl body_too_big req.hdr(content-length),length gt 7
+	http-request deny deny_status 413 if body_too_big
 	default_backend be
 backend be
 	server echo 127.0.0.1:$EPORT

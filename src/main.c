@@ -301,11 +301,12 @@ daemon_prewarm_cb(struct worker *w, void *arg)
 	handle_get(w, arg);
 }
 
+/* Workers made and their sockets bound; no thread runs yet. */
 static int
-daemon_start_workers(struct daemon *d, char *err, size_t errlen)
+daemon_bind(struct daemon *d, char *err, size_t errlen)
 {
 	const struct conf *c = d->conf;
-	unsigned i, j;
+	unsigned i;
 	char key[32];
 
 	for (i = 0; i < d->nworkers; i++) {
@@ -323,6 +324,15 @@ daemon_start_workers(struct daemon *d, char *err, size_t errlen)
 	    daemon_listen(d, "admin", c->admin, 1, err, errlen) == -1)
 		return -1;
 	daemon_close_inherited(d);
+	return 0;
+}
+
+static int
+daemon_start_workers(struct daemon *d, char *err, size_t errlen)
+{
+	const struct conf *c = d->conf;
+	unsigned i, j;
+
 	for (i = 0; i < c->ndeployments; i++) {
 		if (!c->deployments[i].prewarm)
 			continue;
@@ -340,6 +350,11 @@ daemon_start_workers(struct daemon *d, char *err, size_t errlen)
 	return 0;
 }
 
+/*
+ * Order: everything that can fail on the conf or the host first (log
+ * files, commands, sockets), then the replicas, so they are starting
+ * while the workers come up, then the worker threads.
+ */
 static int
 daemon_start(struct daemon *d, char *err, size_t errlen)
 {
@@ -372,13 +387,15 @@ daemon_start(struct daemon *d, char *err, size_t errlen)
 		snprintf(err, errlen, "out of memory");
 		return -1;
 	}
-	if (daemon_start_workers(d, err, errlen) == -1)
+	if (daemon_bind(d, err, errlen) == -1)
 		return -1;
 	if ((d->sv = supervise_new(d->base, d->reg)) == NULL) {
 		snprintf(err, errlen, "out of memory");
 		return -1;
 	}
-	return supervise_apply(d->sv, d->conf, 0, err, errlen);
+	if (supervise_apply(d->sv, d->conf, 0, err, errlen) == -1)
+		return -1;
+	return daemon_start_workers(d, err, errlen);
 }
 
 /* Status and watchdog -------------------------------------------------- */

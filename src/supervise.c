@@ -235,6 +235,23 @@ supervise_check(const struct conf *conf, char *err, size_t errlen)
 	return 0;
 }
 
+/*
+ * Nothing but stdin, stdout and stderr crosses into a replica: not a
+ * client connection (the client would never see it close), not a
+ * listener, not a replica connection, whatever flags they were made with.
+ */
+static void
+child_close_fds(void)
+{
+	long fd, max;
+
+	if (close_range(3, ~0U, 0) == 0)
+		return;
+	max = sysconf(_SC_OPEN_MAX);
+	for (fd = 3; fd < (max > 0 ? max : 65536); fd++)
+		close((int)fd);
+}
+
 /* In the child: nothing but async-signal-safe calls until exec. */
 static void
 child_exec(const struct child *c, pid_t parent)
@@ -258,6 +275,7 @@ child_exec(const struct child *c, pid_t parent)
 		if (fd > 2)
 			close(fd);
 	}
+	child_close_fds();
 	execvpe(c->argv[0], c->argv, c->envp);
 	_exit(127);
 }

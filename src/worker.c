@@ -338,8 +338,9 @@ worker_add_listener(struct worker *w, int fd, int admin)
 
 	if (w->nlisteners == WORKER_MAX_LISTENERS)
 		return -1;
+	/* CLOSE_ON_EXEC: accepted sockets must not leak into replicas. */
 	l = evconnlistener_new(w->base, worker_accept_cb, w,
-	    LEV_OPT_CLOSE_ON_FREE, -1, fd);
+	    LEV_OPT_CLOSE_ON_FREE | LEV_OPT_CLOSE_ON_EXEC, -1, fd);
 	if (l == NULL)
 		return -1;
 	evconnlistener_set_error_cb(l, worker_accept_error_cb);

@@ -34,6 +34,10 @@ if [ $# -eq 0 ]; then
 	exit 2
 fi
 
+# The fuzz build's UBSan reports are recoverable: make them fatal here.
+UBSAN_OPTIONS=${UBSAN_OPTIONS:-halt_on_error=1:print_stacktrace=1}
+export UBSAN_OPTIONS
+
 HERE=$(cd "$(dirname "$0")" && pwd)
 mkdir -p "$OUT/artifacts" "$OUT/logs" || exit 1
 

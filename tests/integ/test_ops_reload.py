@@ -161,6 +161,25 @@ class Reload(unittest.TestCase):
 			self.assertEqual(metric(m,
 			    "ingressd_config_last_reload_successful"), 0)
 
+	def test_replicas_spawned_by_reload_inherit_no_client(self):
+		# A replica forked while a client is connected must not hold
+		# the client's socket: closing it here must reach the client.
+		with Daemon() as d:
+			with d.conn(timeout=5) as c:
+				self.assertEqual(c.request("GET", "/hello").status,
+				    200)
+				c2 = base_conf()
+				c2["deployments"]["extra"] = spawn("hello", 2)
+				reload(d, conf=c2)
+				wait_log(d, "reload 1: every worker switched")
+				pids = d.replica_pids("extra")
+				self.assertEqual(len(pids), 2, pids)
+				r = c.request("GET", "/hello",
+				    {"Connection": "close"})
+				self.assertEqual(r.status, 200)
+				self.assertTrue(c.wait_closed(2.0),
+				    "client connection kept open by a replica")
+
 	def test_listen_change_needs_restart(self):
 		with Daemon() as d:
 			reload(d, {"listen": ["127.0.0.1:1"]})
