@@ -401,6 +401,78 @@ def load_tsv(raw, name):
     return notes
 
 
+SC_GROUPS = [
+    ("epoll_wait", ["epoll_wait", "epoll_pwait"]),
+    ("epoll_ctl", ["epoll_ctl"]),
+    ("reads", ["read", "readv", "recvfrom", "recvmsg"]),
+    ("writes", ["write", "writev", "sendto", "sendmsg", "sendfile64",
+                "splice"]),
+    ("ioctl", ["ioctl"]),
+    ("accept+close", ["accept4", "close"]),
+]
+
+
+def perf_counts(path):
+    """{event: count} from a perf stat -x, file."""
+    counts = {}
+    try:
+        with open(path) as f:
+            for line in f:
+                fields = line.strip().split(",")
+                if len(fields) > 2 and re.match(r"^[\d.]+$", fields[0]):
+                    counts[fields[2]] = float(fields[0])
+    except OSError:
+        pass
+    return counts
+
+
+def load_counts(raw):
+    """Syscalls per request from run.sh's counting runs."""
+    rows = []
+    path = os.path.join(raw, "counts.tsv")
+    if not os.path.exists(path):
+        return rows
+    with open(path) as f:
+        for line in f:
+            target, _, out = line.rstrip("\n").partition("\t")
+            out = os.path.join(raw, os.path.basename(out))
+            try:
+                with open(out, errors="replace") as o:
+                    m = re.search(r"^\s*(\d+) requests in", o.read(), re.M)
+            except OSError:
+                m = None
+            if not m or not int(m.group(1)):
+                rows.append({"target": target, "failed": "no wrk output"})
+                continue
+            n = int(m.group(1))
+            row = {"target": target, "requests": n}
+            for side in ("proxy", "backend"):
+                c = perf_counts(out + "." + side)
+                row[side] = c.get("raw_syscalls:sys_enter", 0) / n \
+                    if "raw_syscalls:sys_enter" in c else None
+                for g, names in SC_GROUPS:
+                    row["%s_%s" % (side, g)] = sum(
+                        c.get("syscalls:sys_enter_" + x, 0)
+                        for x in names) / n if c else None
+            rows.append(row)
+    return rows
+
+
+def count_table(crows):
+    head = ["target", "syscalls/req proxy"] + [g for g, _ in SC_GROUPS] + \
+        ["syscalls/req backend"]
+    body = []
+    for r in crows:
+        if "failed" in r:
+            body.append([r["target"], "FAILED: " + r["failed"]] +
+                        [""] * (len(head) - 2))
+            continue
+        body.append([r["target"], fmt(r["proxy"], ".2f")] +
+                    [fmt(r["proxy_" + g], ".2f") for g, _ in SC_GROUPS] +
+                    [fmt(r["backend"], ".2f")])
+    return head, body
+
+
 def med(xs):
     xs = [x for x in xs if x is not None]
     return statistics.median(xs) if xs else None
@@ -764,6 +836,16 @@ def cmd_report(args):
         label = "%s, %s bytes" % (MODE_NOTE[mode], env.get("STREAM_BYTES"))
         print("\nstream: " + label + "\n" + text_table(head, body))
         md += ["## Stream: %s" % label, "", md_table(head, body), ""]
+    crows = load_counts(args.raw)
+    if crows:
+        head, body = count_table(crows)
+        label = ("syscalls per request (a separate `wrk -t1 -c%s -d%ss` "
+                 "per target under `perf stat -e raw_syscalls:sys_enter,"
+                 "syscalls:sys_enter_*`: no req/s from these runs)"
+                 % (env.get("CONNS"), env.get("COUNT_DURATION")))
+        print("\n" + label + "\n" + text_table(head, body))
+        md += ["## Syscalls per request", "", label + ".", "",
+               md_table(head, body), ""]
     chk = targets_check(rows, srows)
     head = ["issue 8 target (WORKERS=%s)" % env.get("WORKERS", "1"),
             "ingressd", "bar", "verdict"]
@@ -804,10 +886,147 @@ def cmd_report(args):
             "ROUNDS", "DURATION", "CONNS", "AB_N", "WORKERS", "TOOLS",
             "STREAM", "STREAM_BYTES", "PERF_OK", "PERF_EVENT")},
             "rows": rows, "streams": srows, "runs": runs,
+            "syscalls": crows,
             "stream_runs": streams, "targets": chk}, f, indent=1)
     bad = [r for r in rows if "failed" in r or r["bad"]] + \
         [r for r in srows if r["bad"]]
     return 1 if bad else 0
+
+
+# ---- profile summary (bench/profile.sh) ----------------------------------
+
+PROFILE_LOADS = [
+    ("hello", "replica-hello", "wrk -t1 -c100 -d%(duration)ss --latency "
+     "http://127.0.0.1:PORT/hello"),
+    ("upload", "replica-sleep", "curl -X POST -T FILE -H 'Expect:' "
+     "'http://127.0.0.1:PORT/sleep?sink=1000000000000' (%(upload)s bytes, "
+     "Content-Length)"),
+    ("download", "replica-sleep", "curl -o /dev/null "
+     "'http://127.0.0.1:PORT/sleep?source=%(upload)s&rate=0'"),
+]
+
+
+def read_lines(path, n=None):
+    try:
+        with open(path, errors="replace") as f:
+            lines = [l.rstrip() for l in f if l.strip()]
+    except OSError:
+        return []
+    return lines[:n] if n else lines
+
+
+def pct_of(lines, name):
+    for l in lines:
+        if l.split()[-1] == name:
+            return float(l.split()[0].rstrip("%"))
+    return None
+
+
+def own_lines(dirname, load, proc, n):
+    """The binary's own functions, with the share of the whole process."""
+    dso = read_lines(os.path.join(dirname, "perf-%s-%s-dso.txt"
+                                  % (load, proc)))
+    share = pct_of(dso, proc)
+    out = []
+    for l in read_lines(os.path.join(dirname, "perf-%s-%s-own.txt"
+                                     % (load, proc)), n):
+        f = l.split()
+        if share is None or not f[0].endswith("%"):
+            out.append(l)
+            continue
+        out.append("%6.2f%%  %s" % (float(f[0].rstrip("%")) * share / 100,
+                                    f[-1]))
+    return out, share
+
+
+def load_line(dirname, load):
+    lines = read_lines(os.path.join(dirname, "load-%s.txt" % load))
+    for l in lines:
+        if l.startswith("Requests/sec") or l.startswith("Requests per"):
+            return l
+    return lines[-1] if lines else "?"
+
+
+def perf_section(dirname, load, replica, cmd, n):
+    md = ["## perf: %s" % load, "", "Load: `%s` -> %s" % (
+        cmd, load_line(dirname, load)), "",
+          "Samples by process:", "", "```"]
+    md += read_lines(os.path.join(dirname, "perf-%s-comms.txt" % load))
+    md += ["```", ""]
+    for proc in ("ingressd", replica):
+        base = os.path.join(dirname, "perf-%s-%s" % (load, proc))
+        md += ["### %s: where its CPU goes (shares of its own samples)"
+               % proc, "", "By library:", "", "```"]
+        md += read_lines(base + "-dso.txt", 6) + ["```", "",
+                                                   "Top symbols (self):",
+                                                   "", "```"]
+        md += read_lines(base + "-self.txt", n) + ["```", ""]
+        own, share = own_lines(dirname, load, proc, n)
+        md += ["Its own code (%s%% of its samples), by function, as a "
+               "share of all its samples:" % (
+                   "?" if share is None else "%.1f" % share), "", "```"]
+        md += own + ["```", ""]
+        if proc == "ingressd" and load == "hello":
+            md += ["Inclusive (children) shares, top entries:", "", "```"]
+            md += read_lines(base + "-children.txt", n) + ["```", ""]
+    return md
+
+
+def callgrind_section(dirname, requests, n):
+    md = ["## callgrind: instructions per request", "",
+          "Load: `ab -k -n %d -c 50 http://127.0.0.1:PORT/hello` after a "
+          "1000-request warm-up; counters dumped (and reset) before and "
+          "after, so the figures are the load's alone (user space only: "
+          "callgrind does not see the kernel)." % requests, ""]
+    for l in read_lines(os.path.join(dirname, "callgrind-files.txt")):
+        name, path = l.split(None, 1)
+        ann = read_lines(os.path.join(dirname, "callgrind-%s.txt" % name))
+        total = None
+        for a in ann:
+            if a.endswith("PROGRAM TOTALS"):
+                total = int(a.split()[0].replace(",", ""))
+        md += ["### %s: %s instructions per request" % (
+            name, "?" if total is None else "{:,.0f}".format(
+                total / requests)), "",
+            "Top functions by their own instructions (`callgrind_annotate "
+            "--inclusive=no %s`; the event loop and thread frames still "
+            "on the stack at the dump are listed with their inclusive "
+            "cost by callgrind and left out here):" % path, "", "```"]
+        rows = [a for a in ann if re.match(r"^\s*[\d,]+ \(\s*[\d.]+%\)", a)
+                and "PROGRAM TOTALS" not in a]
+        rows = [a for a in rows
+                if float(re.search(r"\(\s*([\d.]+)%", a).group(1)) < 99]
+        md += [re.sub(r" \[[^]]*\]$", "", a) for a in rows[:n]] + \
+            ["```", ""]
+    return md
+
+
+def cmd_profile_summary(args):
+    d = args.dir
+    m = machine()
+    try:
+        with open(os.path.join(d, "loadavg.start")) as f:
+            start = f.read().strip()
+    except OSError:
+        start = "?"
+    md = ["# ingressd profile (`sh bench/profile.sh`)", "",
+          "- %s; %s CPUs, %s, kernel %s; git %s%s" % (
+              m["date"], m["nproc"], m["cpu"], m["kernel"], m["git"],
+              " + working tree" if m["dirty"] else ""),
+          "- load average: %s at start, %s at the end" % (
+              start, " ".join("%.2f" % x for x in os.getloadavg())),
+          "- perf: `perf record -F 999 --call-graph dwarf,16384 -p "
+          "INGRESSD,REPLICA` during each load; reports `perf report "
+          "--comm NAME --percentage relative --no-children --sort "
+          "dso,symbol` (and `--dso NAME`, `--children`)", ""]
+    v = {"duration": args.duration, "upload": args.upload_bytes}
+    for load, replica, cmd in PROFILE_LOADS:
+        if os.path.exists(os.path.join(d, "perf-%s-comms.txt" % load)):
+            md += perf_section(d, load, replica, cmd % v, args.top)
+    if os.path.exists(os.path.join(d, "callgrind-files.txt")):
+        md += callgrind_section(d, args.requests, args.top)
+    print("\n".join(md))
+    return 0
 
 
 def main():
@@ -844,6 +1063,13 @@ def main():
     p.add_argument("--out", required=True, help="JSON lines, appended")
     p.add_argument("--raw", required=True, help="what curl printed")
     p.set_defaults(fn=cmd_stream)
+    p = sub.add_parser("profile-summary")
+    p.add_argument("--dir", required=True)
+    p.add_argument("--requests", type=int, required=True)
+    p.add_argument("--duration", type=int, required=True)
+    p.add_argument("--upload-bytes", type=int, required=True)
+    p.add_argument("--top", type=int, default=20)
+    p.set_defaults(fn=cmd_profile_summary)
     p = sub.add_parser("report")
     p.add_argument("--raw", required=True)
     p.add_argument("--md", required=True)

@@ -196,10 +196,10 @@ run_callgrind() {
 		f=$(ls "$OUT/callgrind.out.${p#*:}".* 2>/dev/null | sort -t. -k4 -n |
 		    tail -n 1)
 		[ -n "$f" ] || { log "no callgrind dump for $p"; continue; }
-		callgrind_annotate --inclusive=no "$f" 2>/dev/null |
-		    head -n $((PERF_TOP + 25)) >"$OUT/callgrind-${p%%:*}.txt"
-		callgrind_annotate --inclusive=yes "$f" 2>/dev/null |
-		    head -n $((PERF_TOP + 25)) \
+		callgrind_annotate --threshold=100 --inclusive=no "$f" 2>/dev/null |
+		    head -n $((PERF_TOP + 40)) >"$OUT/callgrind-${p%%:*}.txt"
+		callgrind_annotate --threshold=100 --inclusive=yes "$f" 2>/dev/null |
+		    head -n $((PERF_TOP + 40)) \
 		    >"$OUT/callgrind-${p%%:*}-inclusive.txt"
 		echo "${p%%:*} $f" >>"$OUT/callgrind-files.txt"
 	done

@@ -51,6 +51,8 @@ STREAM=${STREAM-down up up-chunked}
 STREAM_BYTES=${STREAM_BYTES:-$d_sbytes}
 STREAM_ROUNDS=${STREAM_ROUNDS:-$ROUNDS}
 PERF_EVENT=${PERF_EVENT:-instructions}
+SYSCALLS=${SYSCALLS:-1}
+COUNT_DURATION=${COUNT_DURATION:-2}
 INSTALL=${INSTALL:-1}
 
 OUT=$BUILD/bench
@@ -70,7 +72,7 @@ log() { printf 'bench: %s\n' "$*" >&2; }
 die() { log "$*"; exit 2; }
 
 for v in ROUNDS DURATION CONNS AB_N NGINX_KEEPALIVE STREAM_BYTES \
-    STREAM_ROUNDS; do
+    STREAM_ROUNDS COUNT_DURATION; do
 	eval "x=\$$v"
 	case $x in ''|*[!0-9]*) die "$v must be a positive integer: '$x'" ;; esac
 	[ "$x" -gt 0 ] || die "$v must be a positive integer"
@@ -480,6 +482,45 @@ perf_stop() {
 	PERF_PIDS=""
 }
 
+# The syscall tracepoints perf can count here (no PMU needed): SC_EVENTS.
+SC_NAMES="epoll_wait epoll_pwait epoll_ctl read readv recvfrom recvmsg write
+writev sendto sendmsg sendfile64 splice ioctl accept4 close"
+sc_check() {
+	local s
+	SC_EVENTS=""
+	[ "$SYSCALLS" = 1 ] && command -v perf >/dev/null 2>&1 || return 0
+	perf stat -x, -e raw_syscalls:sys_enter true >/dev/null 2>&1 || return 0
+	SC_EVENTS=raw_syscalls:sys_enter
+	for s in $SC_NAMES; do
+		perf stat -x, -e "syscalls:sys_enter_$s" true >/dev/null 2>&1 &&
+		    SC_EVENTS="$SC_EVENTS,syscalls:sys_enter_$s"
+	done
+}
+
+# A separate wrk -c CONNS run per target with its syscalls counted: the
+# tracepoints cost a little per call, so these runs give no req/s.
+count_one() {
+	local target="$1" pp bp p
+	local out="$RAW/count.$target.txt"
+	pp=$(proxy_pids "$target")
+	bp=$(backend_pids "$target")
+	for p in proxy backend; do
+		[ "$p" = proxy ] && set -- $pp
+		[ "$p" = backend ] && set -- $bp
+		[ $# -gt 0 ] || { echo - >"$out.$p"; continue; }
+		perf stat -x, -e "$SC_EVENTS" -o "$out.$p" \
+		    -p "$(echo "$@" | tr ' ' ',')" 2>/dev/null &
+		PERF_RUN="$PERF_RUN $!"
+		PERF_PIDS="$PERF_PIDS $!"
+	done
+	sleep 0.2
+	$PIN_CLIENT timeout -k 5 $((COUNT_DURATION + 30)) wrk -t1 -c"$CONNS" \
+	    -d"${COUNT_DURATION}s" "$(url_of "$target")" >"$out" 2>&1
+	perf_stop
+	printf '%s\t%s\n' "$target" "$out" >>"$RAW/counts.tsv"
+	log "syscalls counted: $target"
+}
+
 run_one() {
 	local target="$1" tool="$2" round="$3" url pp bp p0 p1 b0 b1 rc rps
 	local out="$RAW/$target.$tool.$round.txt" load c
@@ -567,7 +608,8 @@ run_stream() {
 mkdir -p "$RAW" || die "cannot create $RAW"
 rm -f "$RAW"/*.txt "$RAW"/*.perf-* "$RAW/runs.tsv" "$RAW/failed.tsv" \
     "$RAW/skipped.tsv" "$RAW/ingressd.log" "$RAW/params" \
-    "$RAW/loadavg.start" "$RAW/streams.jsonl" "$RAW/sink.log"
+    "$RAW/loadavg.start" "$RAW/streams.jsonl" "$RAW/sink.log" \
+    "$RAW/counts.tsv" "$RAW"/count.*
 : >"$RAW/runs.tsv"
 cut -d' ' -f1-3 /proc/loadavg >"$RAW/loadavg.start"
 
@@ -577,6 +619,8 @@ ulimit -n 65536 2>/dev/null || ulimit -n "$(ulimit -Hn)" 2>/dev/null
     log "ulimit -n is $(ulimit -n): wrk -c1000 may see errors"
 perf_check
 [ $PERF_OK = 1 ] || log "instructions per request: n/a ($PERF_WHY)"
+sc_check
+[ -n "$SC_EVENTS" ] || log "syscalls per request: not counted"
 
 TMP=$(mktemp -d /tmp/ingressd-bench.XXXXXX) || die "mktemp failed"
 # nginx's workers run as nobody when we are root: let them read www/.
@@ -640,6 +684,8 @@ STREAM_TARGETS=$STREAM_TARGETS
 PERF_EVENT=$PERF_EVENT
 PERF_OK=$PERF_OK
 PERF_WHY=$PERF_WHY
+SC_EVENTS=$SC_EVENTS
+COUNT_DURATION=$COUNT_DURATION
 ULIMIT_N=$(ulimit -n)
 SERVER_CPUS=${SERVER_CPUS:-}
 CLIENT_CPUS=${CLIENT_CPUS:-}
@@ -663,6 +709,13 @@ while [ $r -le "$ROUNDS" ]; do
 	done
 	r=$((r + 1))
 done
+
+PERF_RUN=""
+if [ -n "$SC_EVENTS" ]; then
+	for target in $ACTIVE; do
+		alive "$(proxy_main "$target")" && count_one "$target"
+	done
+fi
 
 r=1
 while [ -n "$STREAM_TARGETS" ] && [ $r -le "$STREAM_ROUNDS" ]; do

@@ -147,7 +147,9 @@ class PythonReplica(unittest.TestCase):
 			# Tokens arrive as they are made, ~100 ms apart.
 			self.assertGreaterEqual(len(r.chunk_times), 6)
 			first, last = r.chunk_times[0][0], r.chunk_times[-1][0]
-			self.assertLess(first - t0, 0.5)
+			# The first request also resolves and warms the handle
+			# (connect, HELLO, PING): bounded, but not tight.
+			self.assertLess(first - t0, 2.0)
 			self.assertGreater(last - first, 0.35)
 			r = c.request("GET", "/tokens?max_tokens=0")
 			self.assertEqual(r.status, 400, r)
