@@ -14,8 +14,12 @@
 #include "worker.h"
 
 int
-admin_is_admin_path(const char *path, size_t len)
+admin_is_admin_path(const char *path, size_t len, int admin)
 {
+	/* Prometheus scrapes /metrics by convention: on the admin listener
+	 * only, where it cannot shadow a public route. */
+	if (admin && len == 8 && memcmp(path, "/metrics", 8) == 0)
+		return 1;
 	return len >= 3 && memcmp(path, "/-/", 3) == 0;
 }
 
@@ -80,7 +84,8 @@ admin_handle(struct worker *w, const struct http1_request *r, int admin,
 		return admin_json(registry_status_json(worker_registry(w)),
 		    body, len);
 	/* Metrics only where operators look: not on the public listeners. */
-	if (admin && admin_path_is(r, "/-/metrics")) {
+	if (admin && (admin_path_is(r, "/-/metrics") ||
+	    admin_path_is(r, "/metrics"))) {
 		if ((*body = metrics_render(worker_registry(w), len)) == NULL)
 			return 500;
 		*ctype = "text/plain; version=0.0.4; charset=utf-8";

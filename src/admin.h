@@ -13,8 +13,9 @@
 struct http1_request;
 struct worker;
 
-/* Is this path an admin path ("/-/...")? */
-int	admin_is_admin_path(const char *path, size_t len);
+/* Is this path an admin path ("/-/...", and /metrics on the admin
+ * listener)? */
+int	admin_is_admin_path(const char *path, size_t len, int admin);
 /* Answer: returns the status, *body malloc'd (caller frees), *ctype static. */
 int	admin_handle(struct worker *, const struct http1_request *, int admin,
 	    char **body, size_t *len, const char **ctype);

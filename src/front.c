@@ -492,7 +492,7 @@ front_req_head(void *arg, struct http1_request *r)
 	front_arm(f, T_BODY);
 	if (r->nfields > WIRE_MAX_FIELDS - 2)
 		return 431;
-	if (admin_is_admin_path(r->target, r->path_len)) {
+	if (admin_is_admin_path(r->target, r->path_len, f->admin)) {
 		f->local_status = -1;		/* answered at the end */
 		return 0;
 	}

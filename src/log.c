@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <event2/event.h>
@@ -27,6 +28,31 @@ static void	log_vwrite(const char *, const char *, va_list, int)
 		    __attribute__((format(printf, 2, 0)));
 static void	log_event_cb(int, const char *);
 
+/*
+ * A timestamp unless journald takes the lines (it stamps them itself and
+ * sets JOURNAL_STREAM for the services it collects from).
+ */
+static size_t
+log_timestamp(char *buf, size_t len)
+{
+	static int journal = -1;
+	struct timespec ts;
+	struct tm tm;
+	size_t n;
+
+	if (journal == -1)
+		journal = getenv("JOURNAL_STREAM") != NULL;
+	if (journal || clock_gettime(CLOCK_REALTIME, &ts) == -1 ||
+	    gmtime_r(&ts.tv_sec, &tm) == NULL)
+		return 0;
+	n = strftime(buf, len, "%Y-%m-%dT%H:%M:%S", &tm);
+	if (n == 0 || n + 6 >= len)
+		return 0;
+	n += (size_t)snprintf(buf + n, len - n, ".%03ldZ ",
+	    ts.tv_nsec / 1000000);
+	return n;
+}
+
 /* Format one line and write it whole; errnum < 0 means no strerror. */
 static void
 log_vwrite(const char *level, const char *fmt, va_list ap, int errnum)
@@ -35,11 +61,12 @@ log_vwrite(const char *level, const char *fmt, va_list ap, int errnum)
 	size_t	 len;
 	int	 n;
 
-	n = snprintf(line, sizeof line, "ingressd[%ld]: %s: ", (long)getpid(),
-	    level);
+	len = log_timestamp(line, sizeof line);
+	n = snprintf(line + len, sizeof line - len, "ingressd[%ld]: %s: ",
+	    (long)getpid(), level);
 	if (n < 0)
 		return;
-	len = (size_t)n;
+	len += (size_t)n;
 	n = vsnprintf(line + len, sizeof line - len, fmt, ap);
 	if (n > 0)
 		len += (size_t)n;

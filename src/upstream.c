@@ -173,6 +173,28 @@ upstream_close(struct upstream *up)
 	}
 }
 
+/* We are going away: say so, best effort, with what is already queued. */
+static void
+upstream_goodbye(struct upstream *up)
+{
+	struct wire_goaway g;
+	uint8_t buf[WIRE_HEADER_SIZE + 16 + 16];
+	size_t n;
+
+	if (up->bev == NULL || up->state != UPSTREAM_READY)
+		return;
+	memset(&g, 0, sizeof(g));
+	g.last_stream = up->next_id - 1;
+	g.code = WIRE_CODE_SHUTDOWN;
+	g.text.p = "ingressd stopping";
+	g.text.len = 17;
+	if ((n = wire_encode_goaway(buf, &g)) == 0)
+		return;
+	upstream_write(up, buf, n);
+	evbuffer_write(bufferevent_get_output(up->bev),
+	    bufferevent_getfd(up->bev));
+}
+
 void
 upstream_pool_free(struct worker *w)
 {
@@ -181,6 +203,7 @@ upstream_pool_free(struct worker *w)
 
 	for (up = *pool; up != NULL; up = next) {
 		next = up->next;
+		upstream_goodbye(up);
 		upstream_close(up);
 		event_free(up->timer);
 		evbuffer_free(up->scratch);
@@ -336,7 +359,10 @@ upstream_fail(struct upstream *up, const char *why)
 	uint64_t written = 0;
 	unsigned i, jitter;
 
-	if (up->state == UPSTREAM_READY || up->in_flight > 0)
+	if (up->goaway && up->in_flight == 0)
+		log_info("replica %s (%s): %s (after GOAWAY)", up->ep->id,
+		    up->ep->addr.text, why);
+	else if (up->state == UPSTREAM_READY || up->in_flight > 0)
 		log_warnx("replica %s (%s): %s", up->ep->id, up->ep->addr.text,
 		    why);
 	else
