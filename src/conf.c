@@ -114,6 +114,14 @@ static int	conf_command(struct conf_ctx *, const struct conf_key *,
 		    json_t *, void *);
 static int	conf_endpoints(struct conf_ctx *, const struct conf_key *,
 		    json_t *, void *);
+static int	conf_dns(struct conf_ctx *, const struct conf_key *, json_t *,
+		    void *);
+static int	conf_route_from(struct conf_ctx *, const struct conf_key *,
+		    json_t *, void *);
+static int	conf_resolver(struct conf_ctx *, const struct conf_key *,
+		    json_t *, void *);
+static int	conf_nameservers(struct conf_ctx *, const struct conf_key *,
+		    json_t *, void *);
 
 #define T(f)	offsetof(struct conf, f)
 static const struct conf_key conf_top_keys[] = {
@@ -128,6 +136,9 @@ static const struct conf_key conf_top_keys[] = {
 	    0 },
 	{ "limits", conf_limits, T(limits), 0, 0, 0 },
 	{ "timeouts", conf_timeouts, T(timeouts), 0, 0, 0 },
+	{ "handle_idle_ttl", conf_seconds, T(handle_idle_ttl), 0, 0,
+	    CONF_ZERO_OK },
+	{ "resolver", conf_resolver, 0, 0, 0, 0 },
 	/* Before routes: a route must name a known deployment. */
 	{ "deployments", conf_deployments, 0, 0, 0, CONF_REQUIRED },
 	{ "routes", conf_routes, 0, 0, 0, CONF_REQUIRED },
@@ -166,17 +177,23 @@ static const struct conf_key conf_timeouts_keys[] = {
 static const struct conf_key conf_route_keys[] = {
 	{ "host", conf_route_host, R(host), 0, 0, 0 },
 	{ "prefix", conf_route_prefix, 0, 0, 0, CONF_REQUIRED },
-	{ "deployment", conf_route_deployment, R(deployment), 0, 0,
-	    CONF_REQUIRED },
+	{ "deployment", conf_route_deployment, R(deployment), 0, 0, 0 },
+	{ "deployment_from", conf_route_from, 0, 0, 0, 0 },
 	{ "strip_prefix", conf_bool, R(strip_prefix), 0, 0, 0 },
 	{ NULL, NULL, 0, 0, 0, 0 }
 };
 #undef R
 
+static const struct conf_key conf_resolver_keys[] = {
+	{ "nameservers", conf_nameservers, 0, 0, 0, 0 },
+	{ NULL, NULL, 0, 0, 0, 0 }
+};
+
 #define D(f)	offsetof(struct conf_deployment, f)
 static const struct conf_key conf_deployment_keys[] = {
 	{ "spawn", conf_spawn, 0, 0, 0, 0 },
 	{ "endpoints", conf_endpoints, 0, 0, 0, 0 },
+	{ "dns", conf_dns, 0, 0, 0, 0 },
 	{ "max_ongoing_requests", conf_uint, D(max_ongoing), 1, 100000, 0 },
 	{ "queue", conf_uint, D(queue_max), 0, 1000000, 0 },
 	{ "queue_timeout", conf_seconds, D(queue_timeout), 0, 0,

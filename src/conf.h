@@ -36,12 +36,22 @@ struct conf_timeouts {
 	double		 drain;		/* graceful stop */
 };
 
+/* Where a route finds the deployment's name. */
+enum conf_route_from {
+	CONF_FROM_CONF,			/* "deployment": fixed in the conf */
+	CONF_FROM_PATH,			/* the path segment after the prefix */
+	CONF_FROM_HEADER,		/* a request header's value */
+};
+
 struct conf_route {
 	char		*host;		/* NULL: any host */
 	char		*prefix;	/* path prefix, matched on '/' boundaries */
 	size_t		 prefix_len;
-	char		*deployment;
+	char		*deployment;	/* CONF_FROM_CONF only, else NULL */
 	int		 strip_prefix;	/* forward the path without the prefix */
+	enum conf_route_from from;
+	char		*from_header;	/* CONF_FROM_HEADER: lower case */
+	size_t		 from_header_len;
 };
 
 /* Access log line formats. */
@@ -53,6 +63,7 @@ enum conf_access_format {
 enum conf_source {
 	CONF_SPAWN,			/* ingressd runs the replicas */
 	CONF_ENDPOINTS,			/* a static list of addresses */
+	CONF_DNS,			/* every address of a DNS name */
 };
 
 struct conf_deployment {
@@ -62,6 +73,7 @@ struct conf_deployment {
 	unsigned	 replicas;	/* spawn: how many */
 	char		**endpoints;	/* endpoints: "host:port" or "unix:/path" */
 	unsigned	 nendpoints;
+	char		*dns;		/* dns: "name:port" */
 	unsigned	 max_ongoing;	/* per replica; caps the replica's HELLO */
 	unsigned	 queue_max;	/* requests waiting for a replica */
 	double		 queue_timeout;	/* seconds; 0: conf timeouts.queue */
@@ -86,6 +98,10 @@ struct conf {
 	char		*error_log;	/* NULL: stderr; else an absolute path */
 	char		*access_log;	/* NULL: off; "stderr" or a path */
 	enum conf_access_format access_log_format;
+	double		 handle_idle_ttl; /* seconds; 0: handles never expire */
+	char		**nameservers;	/* resolver.nameservers; NULL: the
+					 * system's (/etc/resolv.conf) */
+	unsigned	 nnameservers;
 };
 
 /*

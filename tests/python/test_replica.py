@@ -634,6 +634,11 @@ class Protocol(unittest.TestCase):
 	def test_violations(self):
 		async def handler(req):
 			await req.body()
+			if req.path == "/hold":
+				# Keeps the stream open, so that DATA after END
+				# is a violation, not a frame for a finished
+				# stream (which the protocol says to ignore).
+				await asyncio.sleep(5)
 			return b"ok"
 		cases = [
 		    ("request before HELLO", False,
@@ -652,7 +657,7 @@ class Protocol(unittest.TestCase):
 			c.request(5, "GET", "/"), c.collect(5),
 			c.request(5, "GET", "/"))),
 		    ("DATA after END", True, lambda c: (
-			c.request(7, "POST", "/", end=False),
+			c.request(7, "POST", "/hold", end=False),
 			c.end(7), c.data(7, b"x"))),
 		    ("RESPONSE from ingressd", True, lambda c: c.send_frame(
 			wc.RESPONSE, b"\0\xc8\0\0", 0, 1)),
