@@ -1,6 +1,7 @@
 /*
  * admin.c -- the /-/ endpoints (see admin.h).
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -39,9 +40,17 @@ admin_routes_json(const struct conf *conf)
 	for (i = 0; a != NULL && i < conf->nroutes; i++) {
 		const struct conf_route *rt = &conf->routes[i];
 
-		o = json_pack("{s:s, s:s, s:b}", "prefix", rt->prefix,
-		    "deployment", rt->deployment, "strip_prefix",
-		    rt->strip_prefix);
+		o = json_pack("{s:s, s:b}", "prefix", rt->prefix,
+		    "strip_prefix", rt->strip_prefix);
+		if (o != NULL && rt->from == CONF_FROM_CONF)
+			json_object_set_new(o, "deployment",
+			    json_string(rt->deployment));
+		else if (o != NULL && rt->from == CONF_FROM_PATH)
+			json_object_set_new(o, "deployment_from",
+			    json_string("path"));
+		else if (o != NULL)
+			json_object_set_new(o, "deployment_from",
+			    json_sprintf("header:%s", rt->from_header));
 		if (o != NULL && rt->host != NULL)
 			json_object_set_new(o, "host", json_string(rt->host));
 		json_array_append_new(a, o);
@@ -62,13 +71,198 @@ admin_json(json_t *doc, char **body, size_t *len)
 	return 200;
 }
 
+/* {"error": "..."} with the status. */
+static int
+admin_error(int status, const char *msg, char **body, size_t *len)
+{
+	if (admin_json(json_pack("{s:s}", "error", msg), body, len) != 200)
+		return 500;
+	return status;
+}
+
+/*
+ * "/-/deployments/NAME" (id NULL) or "/-/deployments/NAME/replicas/ID":
+ * 1 and the parts copied out, or 0 when the path is neither.
+ */
+static int
+admin_names_path(const struct http1_request *r, char *name, size_t namelen,
+    char *id, size_t idlen, int *has_id)
+{
+	static const char pre[] = "/-/deployments/", mid[] = "/replicas/";
+	const char *p = r->target + sizeof(pre) - 1;
+	const char *end = r->target + r->path_len, *slash;
+	size_t n;
+
+	if (r->path_len <= sizeof(pre) - 1 ||
+	    memcmp(r->target, pre, sizeof(pre) - 1) != 0)
+		return 0;
+	if ((slash = memchr(p, '/', (size_t)(end - p))) == NULL)
+		slash = end;
+	if ((n = (size_t)(slash - p)) == 0 || n >= namelen)
+		return 0;
+	memcpy(name, p, n);
+	name[n] = '\0';
+	*has_id = slash != end;
+	if (!*has_id)
+		return 1;
+	p = slash;
+	if ((size_t)(end - p) <= sizeof(mid) - 1 ||
+	    memcmp(p, mid, sizeof(mid) - 1) != 0)
+		return 0;
+	p += sizeof(mid) - 1;
+	if ((n = (size_t)(end - p)) >= idlen || memchr(p, '/', n) != NULL)
+		return 0;
+	memcpy(id, p, n);
+	id[n] = '\0';
+	return 1;
+}
+
+static const int admin_reg_status[] = {
+	[REG_OK] = 200, [REG_UNCHANGED] = 200, [REG_EINVAL] = 400,
+	[REG_ECONFLICT] = 409, [REG_ENOENT] = 404, [REG_EBUSY] = 503,
+	[REG_ENOMEM] = 500,
+};
+
+/* The PUT body: {"address": "...", "max_ongoing_requests": N}. */
+static int
+admin_put_body(const char *reqbody, size_t reqlen, const char **address,
+    json_int_t *max, json_t **doc, char *err, size_t errlen)
+{
+	json_error_t jerr;
+	const char *key;
+	json_t *v;
+
+	*max = 100;
+	if ((*doc = json_loadb(reqbody != NULL ? reqbody : "", reqlen,
+	    JSON_REJECT_DUPLICATES, &jerr)) == NULL) {
+		snprintf(err, errlen, "body: %d:%d: %s", jerr.line,
+		    jerr.column, jerr.text);
+		return -1;
+	}
+	if (!json_is_object(*doc)) {
+		snprintf(err, errlen, "body: must be a JSON object");
+		return -1;
+	}
+	json_object_foreach(*doc, key, v) {
+		if (strcmp(key, "address") == 0 && json_is_string(v))
+			*address = json_string_value(v);
+		else if (strcmp(key, "max_ongoing_requests") == 0 &&
+		    json_is_integer(v) && json_integer_value(v) >= 1 &&
+		    json_integer_value(v) <= 100000)
+			*max = json_integer_value(v);
+		else {
+			snprintf(err, errlen, "body: %s: %s", key,
+			    strcmp(key, "address") == 0 ? "must be a string" :
+			    strcmp(key, "max_ongoing_requests") == 0 ?
+			    "must be an integer in 1..100000" : "unknown key");
+			return -1;
+		}
+	}
+	if (*address == NULL) {
+		snprintf(err, errlen, "body: address: required key missing");
+		return -1;
+	}
+	return 0;
+}
+
+static int
+admin_register(struct worker *w, const char *name, const char *id,
+    const char *reqbody, size_t reqlen, char **body, size_t *len)
+{
+	const char *address = NULL;
+	json_int_t max;
+	json_t *doc;
+	enum reg_result rv;
+	unsigned version;
+	char err[512];
+
+	if (admin_put_body(reqbody, reqlen, &address, &max, &doc, err,
+	    sizeof(err)) == -1) {
+		json_decref(doc);
+		return admin_error(400, err, body, len);
+	}
+	rv = registry_register(worker_registry(w), name, id, address,
+	    (unsigned)max, &version, err, sizeof(err));
+	if (rv != REG_OK && rv != REG_UNCHANGED) {
+		json_decref(doc);
+		return admin_error(admin_reg_status[rv], err, body, len);
+	}
+	if (admin_json(json_pack("{s:s, s:s, s:s, s:I, s:i, s:b}",
+	    "deployment", name, "replica", id, "address", address,
+	    "max_ongoing_requests", max, "version", (int)version,
+	    "changed", rv == REG_OK), body, len) != 200) {
+		json_decref(doc);
+		return 500;
+	}
+	json_decref(doc);
+	return 200;
+}
+
+static int
+admin_unregister(struct worker *w, const char *name, const char *id,
+    char **body, size_t *len)
+{
+	enum reg_result rv;
+	unsigned version;
+	char err[512];
+
+	rv = registry_unregister(worker_registry(w), name, id, &version, err,
+	    sizeof(err));
+	if (rv != REG_OK)
+		return admin_error(admin_reg_status[rv], err, body, len);
+	return admin_json(json_pack("{s:s, s:s, s:i, s:b}", "deployment",
+	    name, "replica", id, "version", (int)version, "removed", 1), body,
+	    len);
+}
+
+/*
+ * /-/deployments/NAME[/replicas/ID]: -1 when the path is not one of
+ * these, else the status.
+ */
+static int
+admin_names(struct worker *w, const struct http1_request *r, int admin,
+    const char *reqbody, size_t reqlen, char **body, size_t *len)
+{
+	char name[256], id[64];
+	json_t *o;
+	int has_id, put, del;
+
+	if (!admin_names_path(r, name, sizeof(name), id, sizeof(id), &has_id))
+		return -1;
+	put = strcmp(r->method, "PUT") == 0;
+	del = strcmp(r->method, "DELETE") == 0;
+	if (!has_id) {
+		if (strcmp(r->method, "GET") != 0 &&
+		    strcmp(r->method, "HEAD") != 0)
+			return 405;
+		if ((o = registry_name_json(worker_registry(w), name)) == NULL)
+			return admin_error(404, "no such deployment", body,
+			    len);
+		return admin_json(o, body, len);
+	}
+	if (!put && !del)
+		return 405;
+	if (!admin)
+		return admin_error(403, "registration is served on the admin "
+		    "listener only", body, len);
+	if (put)
+		return admin_register(w, name, id, reqbody, reqlen, body, len);
+	return admin_unregister(w, name, id, body, len);
+}
+
 int
 admin_handle(struct worker *w, const struct http1_request *r, int admin,
-    char **body, size_t *len, const char **ctype)
+    const char *reqbody, size_t reqlen, char **body, size_t *len,
+    const char **ctype)
 {
+	int status;
+
 	*body = NULL;
 	*len = 0;
 	*ctype = "application/json";
+	if ((status = admin_names(w, r, admin, reqbody, reqlen, body,
+	    len)) != -1)
+		return status;
 	if (strcmp(r->method, "GET") != 0 && strcmp(r->method, "HEAD") != 0)
 		return 405;
 	if (admin_path_is(r, "/-/healthz")) {

@@ -17,6 +17,7 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 
+#include <ctype.h>
 #include <errno.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -684,6 +685,64 @@ conf_route_deployment(struct conf_ctx *ctx, const struct conf_key *k,
 	return (conf_string(ctx, k, v, base));
 }
 
+/* An HTTP header name (a token), at most this long. */
+#define CONF_HEADER_MAX	64
+
+static int
+conf_token_ok(const char *s)
+{
+	size_t	len = strlen(s);
+
+	return (len > 0 && len <= CONF_HEADER_MAX && strspn(s,
+	    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
+	    "!#$%&'*+-.^_`|~") == len);
+}
+
+/* "path": the segment after the prefix; "header:NAME": that header. */
+static int
+conf_route_from(struct conf_ctx *ctx, const struct conf_key *k, json_t *v,
+    void *base)
+{
+	struct conf_route	*r = base;
+	const char		*s;
+	char			*p;
+
+	s = json_is_string(v) ? json_string_value(v) : "";
+	if (strcmp(s, "path") == 0) {
+		r->from = CONF_FROM_PATH;
+		return (0);
+	}
+	if (strncmp(s, "header:", 7) != 0 || !conf_token_ok(s + 7))
+		return (conf_error(ctx, "must be \"path\" or \"header:NAME\" "
+		    "(NAME a header name of at most %d characters)",
+		    CONF_HEADER_MAX));
+	r->from = CONF_FROM_HEADER;
+	r->from_header = conf_strdup(s + 7);
+	for (p = r->from_header; *p != '\0'; p++)
+		*p = (char)tolower((unsigned char)*p);
+	r->from_header_len = strlen(r->from_header);
+	return (0);
+}
+
+/* A route names its deployment one way; a path route always strips. */
+static int
+conf_route_check(struct conf_ctx *ctx, const struct conf_route *r)
+{
+	size_t	old;
+
+	if ((r->deployment != NULL) == (r->from != CONF_FROM_CONF))
+		return (conf_error(ctx, "needs exactly one of \"deployment\" "
+		    "or \"deployment_from\""));
+	if (r->from == CONF_FROM_PATH && r->strip_prefix) {
+		old = conf_push(ctx, "strip_prefix");
+		conf_error(ctx, "not with \"deployment_from\": \"path\" (the "
+		    "prefix and the name are always stripped)");
+		conf_pop(ctx, old);
+		return (-1);
+	}
+	return (0);
+}
+
 static int
 conf_same_host(const char *a, const char *b)
 {
@@ -713,7 +772,8 @@ conf_routes(struct conf_ctx *ctx, const struct conf_key *k, json_t *v,
 	json_array_foreach(v, i, e) {
 		old = conf_push_index(ctx, i);
 		r = &conf->routes[i];
-		if (conf_walk(ctx, conf_route_keys, e, r) == -1)
+		if (conf_walk(ctx, conf_route_keys, e, r) == -1 ||
+		    conf_route_check(ctx, r) == -1)
 			return (-1);
 		for (j = 0; j < i; j++) {
 			o = &conf->routes[j];
@@ -743,7 +803,8 @@ static int
 conf_deployment(struct conf_ctx *ctx, struct conf_deployment *d,
     const char *name, json_t *v)
 {
-	json_t	*spawn, *endpoints;
+	json_t	*spawn, *endpoints, *dns;
+	int	 n;
 
 	if (!conf_name_ok(name))
 		return (conf_error(ctx, "bad deployment name (1..%d characters "
@@ -756,12 +817,17 @@ conf_deployment(struct conf_ctx *ctx, struct conf_deployment *d,
 		return (-1);
 	spawn = json_object_get(v, "spawn");
 	endpoints = json_object_get(v, "endpoints");
-	if ((spawn == NULL) == (endpoints == NULL))
-		return (conf_error(ctx, "needs exactly one of \"spawn\" or "
-		    "\"endpoints\""));
-	d->source = spawn != NULL ? CONF_SPAWN : CONF_ENDPOINTS;
+	dns = json_object_get(v, "dns");
+	n = (spawn != NULL) + (endpoints != NULL) + (dns != NULL);
+	if (n != 1)
+		return (conf_error(ctx, "needs exactly one of \"spawn\", "
+		    "\"endpoints\" or \"dns\""));
+	d->source = spawn != NULL ? CONF_SPAWN : endpoints != NULL ?
+	    CONF_ENDPOINTS : CONF_DNS;
 	if (d->source == CONF_ENDPOINTS)
 		d->replicas = d->nendpoints;
+	else if (d->source == CONF_DNS)
+		d->replicas = 0;	/* as many as the name has addresses */
 	if (d->queue_timeout == 0)
 		d->queue_timeout = ctx->conf->timeouts.queue;
 	if (d->request_timeout == 0)
@@ -840,6 +906,83 @@ conf_endpoints(struct conf_ctx *ctx, const struct conf_key *k, json_t *v,
 	return (conf_addr_list(ctx, v, 0, &d->endpoints, &d->nendpoints));
 }
 
+/*
+ * "name:port": a DNS name whose every address (A and AAAA) is a replica.
+ * Only the shape is checked: nothing is looked up before the daemon runs.
+ */
+static int
+conf_dns(struct conf_ctx *ctx, const struct conf_key *k, json_t *v,
+    void *base)
+{
+	struct conf_deployment	*d = base;
+	struct in_addr		 in;
+	const char		*s, *colon;
+	char			 host[CONF_HOST_MAX + 1];
+	size_t			 hlen;
+
+	s = json_is_string(v) ? json_string_value(v) : "";
+	colon = strrchr(s, ':');
+	if (strncmp(s, "unix:", 5) == 0 || s[0] == '[' || colon == NULL ||
+	    colon == s || memchr(s, ':', (size_t)(colon - s)) != NULL)
+		return (conf_error(ctx, "must be \"name:port\" with a DNS "
+		    "name"));
+	hlen = (size_t)(colon - s);
+	if (hlen < sizeof host) {
+		memcpy(host, s, hlen);
+		host[hlen] = '\0';
+		if (inet_pton(AF_INET, host, &in) == 1)
+			return (conf_error(ctx, "\"%s\" is an address, not a "
+			    "name: use \"endpoints\"", s));
+	}
+	if (conf_check_addr(ctx, s) == -1)
+		return (-1);
+	if (strtoul(colon + 1, NULL, 10) == 0)
+		return (conf_error(ctx, "bad address \"%s\": port must be "
+		    "1..65535", s));
+	d->dns = conf_strdup(s);
+	return (0);
+}
+
+static int
+conf_resolver(struct conf_ctx *ctx, const struct conf_key *k, json_t *v,
+    void *base)
+{
+	return (conf_walk(ctx, conf_resolver_keys, v, base));
+}
+
+/* Name servers are addresses, never names: "127.0.0.1:53", "[::1]:53". */
+static int
+conf_nameservers(struct conf_ctx *ctx, const struct conf_key *k, json_t *v,
+    void *base)
+{
+	struct conf	*conf = base;
+	struct in_addr	 in;
+	const char	*s, *colon;
+	char		 host[64];
+	size_t		 i, old;
+
+	if (conf_addr_list(ctx, v, 0, &conf->nameservers,
+	    &conf->nnameservers) == -1)
+		return (-1);
+	for (i = 0; i < conf->nnameservers; i++) {
+		s = conf->nameservers[i];
+		colon = strrchr(s, ':');
+		if (s[0] == '[' || colon == NULL ||
+		    (size_t)(colon - s) >= sizeof host)
+			continue;	/* "[v6]:port", checked already */
+		memcpy(host, s, (size_t)(colon - s));
+		host[colon - s] = '\0';
+		if (inet_pton(AF_INET, host, &in) != 1) {
+			old = conf_push_index(ctx, i);
+			conf_error(ctx, "must be an IP address and port, not "
+			    "a name");
+			conf_pop(ctx, old);
+			return (-1);
+		}
+	}
+	return (0);
+}
+
 static void
 conf_defaults(struct conf *conf)
 {
@@ -857,6 +1000,7 @@ conf_defaults(struct conf *conf)
 	conf->timeouts.queue = 5;
 	conf->timeouts.ping_interval = 5;
 	conf->timeouts.drain = 30;
+	conf->handle_idle_ttl = 300;
 }
 
 /* Defaults that are allocated: set only if the file did not. */
@@ -946,6 +1090,7 @@ conf_free(struct conf *conf)
 		free(r->host);
 		free(r->prefix);
 		free(r->deployment);
+		free(r->from_header);
 	}
 	free(conf->routes);
 	for (i = 0; i < conf->ndeployments; i++) {
@@ -955,7 +1100,9 @@ conf_free(struct conf *conf)
 			continue;
 		conf_free_strv(d->command, n);
 		conf_free_strv(d->endpoints, d->nendpoints);
+		free(d->dns);
 	}
+	conf_free_strv(conf->nameservers, conf->nnameservers);
 	free(conf->deployments);
 	conf_free_strv(conf->listen, conf->nlisten);
 	free(conf->admin);

@@ -75,6 +75,10 @@ struct front {
 	char		 request_id[FRONT_MAX_RID + 1];
 	char		*target;	/* rewritten target (strip_prefix) */
 	size_t		 target_cap;
+	char		 name[ROUTE_NAME_MAX + 1]; /* deployment_from's name */
+	char		*admin_body;	/* an admin request's body */
+	size_t		 admin_len;
+	int		 admin_big;	/* ... over ADMIN_MAX_BODY */
 	struct front	*prev, *next;	/* the worker's connections */
 	struct reqlog	 log;		/* the current request, for reqlog */
 	double		 t_attach;
@@ -164,6 +168,22 @@ front_respond_local(struct front *f, int status, const char *why)
 	f->resp_done = 1;
 }
 
+/* An admin request's body, kept up to ADMIN_MAX_BODY for admin_handle. */
+static void
+front_admin_body(struct front *f, const char *p, size_t n)
+{
+	char *nb;
+
+	if (f->admin_big || f->admin_len + n > ADMIN_MAX_BODY ||
+	    (nb = realloc(f->admin_body, f->admin_len + n)) == NULL) {
+		f->admin_big = 1;
+		return;
+	}
+	f->admin_body = nb;
+	memcpy(nb + f->admin_len, p, n);
+	f->admin_len += n;
+}
+
 static void
 front_respond_admin(struct front *f)
 {
@@ -172,7 +192,15 @@ front_respond_admin(struct front *f)
 	size_t len = 0;
 	int status;
 
-	status = admin_handle(f->w, f->req, f->admin, &body, &len, &ctype);
+	if (f->admin_big)
+		status = 413;
+	else
+		status = admin_handle(f->w, f->req, f->admin, f->admin_body,
+		    f->admin_len, &body, &len, &ctype);
+	free(f->admin_body);
+	f->admin_body = NULL;
+	f->admin_len = 0;
+	f->admin_big = 0;
 	if (body == NULL) {
 		front_respond_local(f, status, NULL);
 	} else {
@@ -446,9 +474,62 @@ front_target(struct front *f, const struct conf_route *rt,
 }
 
 /*
- * A client may ask for a shorter deadline (x-request-timeout-seconds),
- * never a longer one than the deployment allows.
+ * A route with deployment_from: the handle for the name the request gives
+ * (copied to f->name) and the target to forward.  NULL, with a 404 set
+ * up, when the request names no deployment or one nobody knows.
  */
+static struct handle *
+front_named(struct front *f, const struct conf_route *rt,
+    const struct http1_request *r, const char **target, size_t *tlen)
+{
+	struct route_pick pk;
+	struct handle *h = NULL;
+	size_t need;
+	char *t;
+	int named;
+
+	if ((named = route_pick(rt, r, &pk) == 0)) {
+		memcpy(f->name, pk.name, pk.name_len);
+		f->name[pk.name_len] = '\0';
+		f->log.deployment = f->name;
+		h = handle_get(f->w, f->name);
+	}
+	/* The 404's text, or "/" + the rest of the path, goes in f->target. */
+	need = h == NULL ? sizeof(f->name) + 64 : pk.rest_len + 2;
+	if (need > f->target_cap) {
+		if ((t = realloc(f->target, need)) == NULL) {
+			f->local_status = 503;
+			f->local_why = "out of memory";
+			return NULL;
+		}
+		f->target = t;
+		f->target_cap = need;
+	}
+	if (h == NULL) {
+		if (named)
+			snprintf(f->target, f->target_cap, "no deployment "
+			    "named \"%s\"", f->name);
+		else
+			snprintf(f->target, f->target_cap, "the request names "
+			    "no deployment (%s %s)", rt->from == CONF_FROM_PATH ?
+			    "a path segment after" : "header", rt->from ==
+			    CONF_FROM_PATH ? rt->prefix : rt->from_header);
+		f->local_status = 404;
+		f->local_why = f->target;
+	} else if (pk.rest == NULL) {
+		*target = front_target(f, rt, r, tlen);
+	} else if (pk.slash) {
+		f->target[0] = '/';
+		memcpy(f->target + 1, pk.rest, pk.rest_len);
+		*target = f->target;
+		*tlen = pk.rest_len + 1;
+	} else {
+		*target = pk.rest;
+		*tlen = pk.rest_len;
+	}
+	return h;
+}
+
 /*
  * A client may ask for a shorter deadline (x-request-timeout-seconds),
  * never a longer one than the deployment allows.
@@ -504,18 +585,24 @@ front_req_head(void *arg, struct http1_request *r)
 		return 0;
 	}
 	f->log.route = rt->prefix;
-	f->log.deployment = rt->deployment;
-	if ((h = handle_get(f->w, rt->deployment)) == NULL) {
-		f->local_status = 503;
-		f->local_why = "unknown deployment";
-		return 0;
+	memset(&info, 0, sizeof(info));
+	if (rt->from != CONF_FROM_CONF) {
+		if ((h = front_named(f, rt, r, &info.target,
+		    &info.target_len)) == NULL)
+			return 0;
+	} else {
+		f->log.deployment = rt->deployment;
+		if ((h = handle_get(f->w, rt->deployment)) == NULL) {
+			f->local_status = 503;
+			f->local_why = "unknown deployment";
+			return 0;
+		}
+		info.target = front_target(f, rt, r, &info.target_len);
 	}
 	if (r->expect_continue && r->minor == 1 && r->has_body)
 		evbuffer_add(front_out(f), "HTTP/1.1 100 Continue\r\n\r\n", 25);
-	memset(&info, 0, sizeof(info));
 	info.req = r;
 	info.deployment = handle_name(h);
-	info.target = front_target(f, rt, r, &info.target_len);
 	info.request_id = f->request_id;
 	info.client_addr = f->peer;
 	info.timeout = front_timeout(ff.timeout, handle_request_timeout(h));
@@ -536,6 +623,8 @@ front_req_body(void *arg, const char *p, size_t n)
 	f->log.bytes_in += n;
 	if (f->stream != NULL)
 		stream_body(f->stream, p, n);
+	else if (f->local_status == -1)
+		front_admin_body(f, p, n);
 	return 0;
 }
 
@@ -593,6 +682,7 @@ front_free(struct front *f)
 	deadline_del(&f->timer);
 	event_free(f->resume);
 	free(f->target);
+	free(f->admin_body);
 	worker_conn_close(f->w);
 	free(f);
 }

@@ -1,41 +1,59 @@
 /*
  * handle.c -- deployment names resolved on first use, cached per worker
  * (see handle.h).
+ *
+ * Cost per handle: this struct with its name, an array of upstream
+ * pointers, and one entry in each of those upstreams' watch lists.  Idle
+ * handles do nothing at all; the worker's tick looks only at the old end
+ * of the LRU list.
+ *
+ * Lifetime: the table (or, once detached, the worker's orphan list) owns
+ * a handle; streams hold it (refs) from submit to free, because a queued
+ * or running stream comes back to its handle to retry.  Only a handle
+ * nobody holds is freed, and never from inside a stream callback.
  */
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "balance.h"
 #include "conf.h"
 #include "handle.h"
 #include "log.h"
+#include "metrics.h"
 #include "registry.h"
 #include "stream.h"
 #include "upstream.h"
 #include "worker.h"
 
 struct handle {
-	char		*name;
 	struct worker	*w;
 	struct reg_deployment *dep;
-	enum reg_hstate	 state;
 	struct upstream	**ups;
 	unsigned	 nups;
+	enum reg_hstate	 state;
+	unsigned	 refs;		/* streams pointing here */
 	struct stream	*qhead, *qtail;	/* waiting for a replica */
 	unsigned	 qlen;
 	unsigned	 queue_max;
 	double		 queue_timeout;
 	double		 request_timeout;
+	double		 used;		/* last handle_get(), monotonic */
 	struct handle	*hnext;		/* hash chain */
+	struct handle	*lprev, *lnext;	/* LRU list, most recent first */
+	unsigned	 detached:1;	/* out of the table: publishes nothing */
+	unsigned	 pinned:1;	/* prewarm: never expires */
+	char		 name[];
 };
 
 struct handle_table {
 	struct handle	**buckets;
 	unsigned	 nbuckets;	/* a power of two */
 	unsigned	 count;
+	struct handle	*lhead, *ltail;	/* LRU: most recent at the head */
 };
 
-/* FNV-1a: names are short and trusted to be few per bucket. */
+/* FNV-1a: names are short, and the table grows to one per bucket. */
 static uint32_t
 handle_hash(const char *s)
 {
@@ -44,6 +62,16 @@ handle_hash(const char *s)
 	while (*s != '\0')
 		h = (h ^ (unsigned char)*s++) * 16777619u;
 	return h;
+}
+
+/* Coarse is plenty for an idle TTL, and costs no system call. */
+static double
+handle_clock(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
 struct handle_table *
@@ -61,15 +89,25 @@ handle_table_new(void)
 	return t;
 }
 
+/* Drop the watches; an upstream no handle watches any more is released
+ * (unless the worker is going away and frees them all anyway). */
 static void
-handle_free(struct handle *h)
+handle_unwatch_all(struct handle *h, struct upstream **ups, unsigned n,
+    int release)
 {
 	unsigned i;
 
-	for (i = 0; i < h->nups; i++)
-		upstream_unwatch(h->ups[i], h);
+	for (i = 0; i < n; i++)
+		upstream_unwatch(ups[i], h);
+	for (i = 0; release && i < n; i++)
+		upstream_release(ups[i]);
+}
+
+static void
+handle_free(struct handle *h, int release)
+{
+	handle_unwatch_all(h, h->ups, h->nups, release);
 	free(h->ups);
-	free(h->name);
 	free(h);
 }
 
@@ -77,15 +115,12 @@ void
 handle_table_free(struct handle_table *t)
 {
 	struct handle *h, *next;
-	unsigned i;
 
 	if (t == NULL)
 		return;
-	for (i = 0; i < t->nbuckets; i++) {
-		for (h = t->buckets[i]; h != NULL; h = next) {
-			next = h->hnext;
-			handle_free(h);
-		}
+	for (h = t->lhead; h != NULL; h = next) {
+		next = h->lnext;
+		handle_free(h, 0);
 	}
 	free(t->buckets);
 	free(t);
@@ -112,6 +147,42 @@ handle_table_grow(struct handle_table *t)
 }
 
 static void
+handle_lru_unlink(struct handle_table *t, struct handle *h)
+{
+	if (h->lprev != NULL)
+		h->lprev->lnext = h->lnext;
+	else
+		t->lhead = h->lnext;
+	if (h->lnext != NULL)
+		h->lnext->lprev = h->lprev;
+	else
+		t->ltail = h->lprev;
+	h->lprev = h->lnext = NULL;
+}
+
+static void
+handle_lru_push(struct handle_table *t, struct handle *h)
+{
+	h->lprev = NULL;
+	h->lnext = t->lhead;
+	if (t->lhead != NULL)
+		t->lhead->lprev = h;
+	else
+		t->ltail = h;
+	t->lhead = h;
+}
+
+static void
+handle_touch(struct handle_table *t, struct handle *h, double now)
+{
+	h->used = now;
+	if (t->lhead == h)
+		return;
+	handle_lru_unlink(t, h);
+	handle_lru_push(t, h);
+}
+
+static void
 handle_set_state(struct handle *h, enum reg_hstate st)
 {
 	if (h->state == st)
@@ -119,7 +190,15 @@ handle_set_state(struct handle *h, enum reg_hstate st)
 	log_debug("worker %u: %s: %d -> %d", worker_id(h->w), h->name,
 	    h->state, st);
 	h->state = st;
-	registry_publish_hstate(h->dep, worker_id(h->w), st);
+	if (!h->detached)
+		registry_publish_hstate(h->dep, worker_id(h->w), st);
+}
+
+static void
+handle_publish_queue(struct handle *h)
+{
+	if (!h->detached)
+		registry_publish_queued(h->dep, worker_id(h->w), h->qlen);
 }
 
 /* READY if any replica is; FAILED only while none is even trying. */
@@ -135,37 +214,62 @@ handle_update_state(struct handle *h)
 	    h->nups == 0 ? REG_H_FAILED : REG_H_WARMING);
 }
 
+/* The settings a lookup gave, 0 meaning the conf's defaults. */
+static void
+handle_settings(struct handle *h, const struct reg_lookup *lk)
+{
+	const struct conf *conf = worker_conf(h->w);
+
+	h->dep = lk->dep;
+	h->queue_max = lk->queue_max;
+	h->queue_timeout = lk->queue_timeout > 0 ? lk->queue_timeout :
+	    conf->timeouts.queue;
+	h->request_timeout = lk->request_timeout > 0 ? lk->request_timeout :
+	    conf->timeouts.request;
+	h->pinned = lk->prewarm != 0;
+}
+
+/* This worker's connections to the endpoints, each watched by h. */
+static struct upstream **
+handle_connect(struct handle *h, const struct reg_lookup *lk, unsigned *n)
+{
+	struct upstream **ups;
+	unsigned i;
+
+	*n = 0;
+	if ((ups = calloc(lk->neps ? lk->neps : 1, sizeof(*ups))) == NULL)
+		return NULL;
+	for (i = 0; i < lk->neps; i++) {
+		if ((ups[*n] = upstream_get(h->w, lk->eps[i])) == NULL)
+			continue;
+		upstream_watch(ups[(*n)++], h);
+	}
+	return ups;
+}
+
 /* RESOLVING -> WARMING: ask the registry, then connect to each replica. */
 static struct handle *
 handle_resolve(struct worker *w, const char *name)
 {
 	struct reg_lookup lk;
 	struct handle *h;
-	unsigned i;
+	size_t len = strlen(name);
 
 	if (registry_lookup(worker_registry(w), name, &lk) == -1)
 		return NULL;
-	if ((h = calloc(1, sizeof(*h))) == NULL ||
-	    (h->name = strdup(name)) == NULL ||
-	    (h->ups = calloc(lk.neps ? lk.neps : 1, sizeof(*h->ups))) == NULL) {
-		if (h != NULL)
-			free(h->name);
-		free(h);
+	if ((h = calloc(1, sizeof(*h) + len + 1)) == NULL) {
 		free(lk.eps);
 		return NULL;
 	}
+	memcpy(h->name, name, len + 1);
 	h->w = w;
-	h->dep = lk.dep;
-	h->queue_max = lk.queue_max;
-	h->queue_timeout = lk.queue_timeout > 0 ? lk.queue_timeout :
-	    worker_conf(w)->timeouts.queue;
-	h->request_timeout = lk.request_timeout > 0 ? lk.request_timeout :
-	    worker_conf(w)->timeouts.request;
+	handle_settings(h, &lk);
 	handle_set_state(h, REG_H_RESOLVING);
-	for (i = 0; i < lk.neps; i++) {
-		if ((h->ups[h->nups] = upstream_get(w, lk.eps[i])) == NULL)
-			continue;
-		upstream_watch(h->ups[h->nups++], h);
+	if ((h->ups = handle_connect(h, &lk, &h->nups)) == NULL) {
+		registry_publish_hstate(h->dep, worker_id(w), REG_H_IDLE);
+		free(lk.eps);
+		free(h);
+		return NULL;
 	}
 	free(lk.eps);
 	handle_update_state(h);
@@ -174,24 +278,40 @@ handle_resolve(struct worker *w, const char *name)
 	return h;
 }
 
+static struct handle *
+handle_find(struct handle_table *t, const char *name)
+{
+	struct handle *h;
+
+	for (h = t->buckets[handle_hash(name) & (t->nbuckets - 1)]; h != NULL;
+	    h = h->hnext) {
+		if (strcmp(h->name, name) == 0)
+			return h;
+	}
+	return NULL;
+}
+
 struct handle *
 handle_get(struct worker *w, const char *name)
 {
 	struct handle_table *t = worker_handles(w);
 	struct handle *h;
-	uint32_t hv = handle_hash(name);
+	uint32_t hv;
 
-	for (h = t->buckets[hv & (t->nbuckets - 1)]; h != NULL; h = h->hnext) {
-		if (strcmp(h->name, name) == 0)
-			return h;
+	if ((h = handle_find(t, name)) != NULL) {
+		handle_touch(t, h, handle_clock());
+		return h;
 	}
 	if ((h = handle_resolve(w, name)) == NULL)
 		return NULL;
 	if (t->count >= t->nbuckets)
 		handle_table_grow(t);
-	h->hnext = t->buckets[hv & (t->nbuckets - 1)];
-	t->buckets[hv & (t->nbuckets - 1)] = h;
+	hv = handle_hash(name) & (t->nbuckets - 1);
+	h->hnext = t->buckets[hv];
+	t->buckets[hv] = h;
 	t->count++;
+	h->used = handle_clock();
+	handle_lru_push(t, h);
 	return h;
 }
 
@@ -205,6 +325,18 @@ double
 handle_request_timeout(const struct handle *h)
 {
 	return h->request_timeout;
+}
+
+void
+handle_hold(struct handle *h)
+{
+	h->refs++;
+}
+
+void
+handle_drop(struct handle *h)
+{
+	h->refs--;
 }
 
 static int
@@ -240,6 +372,7 @@ handle_submit(struct handle *h, struct stream *s)
 		h->qhead = s;
 	h->qtail = s;
 	h->qlen++;
+	handle_publish_queue(h);
 	stream_queued(s, h, h->queue_timeout < h->request_timeout ?
 	    h->queue_timeout : h->request_timeout);
 }
@@ -259,6 +392,7 @@ handle_dequeue(struct handle *h, struct stream *s)
 		if (h->qtail == q)
 			h->qtail = p;
 		h->qlen--;
+		handle_publish_queue(h);
 		stream_unqueued(s);
 		return;
 	}
@@ -271,15 +405,18 @@ static void
 handle_dispatch(struct handle *h)
 {
 	struct stream *s;
+	unsigned before = h->qlen;
 
 	while ((s = h->qhead) != NULL) {
 		if (handle_try_attach(h, s) == -1)
-			return;
+			break;
 		h->qhead = stream_queue_next(s);
 		if (h->qhead == NULL)
 			h->qtail = NULL;
 		h->qlen--;
 	}
+	if (h->qlen != before)
+		handle_publish_queue(h);
 }
 
 void
@@ -290,68 +427,72 @@ handle_upstream_event(struct handle *h, struct upstream *up)
 		handle_dispatch(h);
 }
 
-/* Reload (see docs/operations.md) ------------------------------------- */
-
-static struct handle *
-handle_find(struct handle_table *t, const char *name)
-{
-	struct handle *h;
-
-	for (h = t->buckets[handle_hash(name) & (t->nbuckets - 1)]; h != NULL;
-	    h = h->hnext) {
-		if (strcmp(h->name, name) == 0)
-			return h;
-	}
-	return NULL;
-}
+/* Changes pushed by the registry ---------------------------------------- */
 
 /*
  * The deployment changed in the registry: resolve again in place, so the
- * handle keeps its queue and the streams that point at it.  Connections
- * to addresses it still uses stay warm (upstreams are per worker and
- * address).  Every old watch is dropped and every new one taken, so the
- * watch counts stay exact even with an address listed twice.
+ * handle keeps its queue and the streams that point at it.  The new
+ * watches are taken before the old ones are dropped, so a replica the
+ * name keeps is never released and its connection stays warm; a replica
+ * the name lost is released once no other name uses it (its open streams
+ * finish first).  A new replica carries traffic only once its PONG came.
  */
 int
 handle_refresh(struct worker *w, const char *name)
 {
 	struct reg_lookup lk;
-	struct upstream **ups;
+	struct upstream **ups, **old;
 	struct handle *h;
-	unsigned i, n = 0;
+	unsigned n, nold;
 
 	if ((h = handle_find(worker_handles(w), name)) == NULL)
 		return 0;
 	if (registry_lookup(worker_registry(w), name, &lk) == -1)
 		return -1;
-	if ((ups = calloc(lk.neps ? lk.neps : 1, sizeof(*ups))) == NULL) {
+	if ((ups = handle_connect(h, &lk, &n)) == NULL) {
 		free(lk.eps);
-		return -1;
-	}
-	for (i = 0; i < lk.neps; i++) {
-		if ((ups[n] = upstream_get(w, lk.eps[i])) != NULL)
-			n++;
+		return 1;	/* out of memory: keep the old set */
 	}
 	free(lk.eps);
-	for (i = 0; i < h->nups; i++)
-		upstream_unwatch(h->ups[i], h);
-	for (i = 0; i < n; i++)
-		upstream_watch(ups[i], h);
-	free(h->ups);
+	old = h->ups;
+	nold = h->nups;
 	h->ups = ups;
 	h->nups = n;
-	h->dep = lk.dep;
-	h->queue_max = lk.queue_max;
-	h->queue_timeout = lk.queue_timeout > 0 ? lk.queue_timeout :
-	    worker_conf(w)->timeouts.queue;
-	h->request_timeout = lk.request_timeout > 0 ? lk.request_timeout :
-	    worker_conf(w)->timeouts.request;
-	log_debug("worker %u: resolved %s again: %u replicas", worker_id(w),
-	    name, n);
+	handle_unwatch_all(h, old, nold, 1);
+	free(old);
+	if (lk.dep != h->dep) {
+		/* The name moved (the conf took it over from registration):
+		 * the figures follow it. */
+		registry_publish_hstate(h->dep, worker_id(w), REG_H_IDLE);
+		registry_publish_queued(h->dep, worker_id(w), 0);
+		h->state = REG_H_IDLE;
+	}
+	handle_settings(h, &lk);
+	handle_publish_queue(h);
+	log_debug("worker %u: resolved %s again: %u replicas (version %u)",
+	    worker_id(w), name, n, lk.version);
 	handle_update_state(h);
 	if (h->qhead != NULL)
 		handle_dispatch(h);
 	return 1;
+}
+
+/* Out of the hash chain and the LRU list; nothing else changes. */
+static void
+handle_unlink(struct handle_table *t, struct handle *h)
+{
+	struct handle **pp;
+
+	pp = &t->buckets[handle_hash(h->name) & (t->nbuckets - 1)];
+	for (; *pp != NULL; pp = &(*pp)->hnext) {
+		if (*pp == h) {
+			*pp = h->hnext;
+			break;
+		}
+	}
+	h->hnext = NULL;
+	handle_lru_unlink(t, h);
+	t->count--;
 }
 
 /* Take the handle out of the table (its deployment was removed): new
@@ -360,55 +501,73 @@ struct handle *
 handle_detach(struct worker *w, const char *name)
 {
 	struct handle_table *t = worker_handles(w);
-	struct handle **pp, *h;
+	struct handle *h;
 
-	pp = &t->buckets[handle_hash(name) & (t->nbuckets - 1)];
-	for (; (h = *pp) != NULL; pp = &h->hnext) {
-		if (strcmp(h->name, name) == 0) {
-			*pp = h->hnext;
-			h->hnext = NULL;
-			t->count--;
-			return h;
-		}
-	}
-	return NULL;
+	if ((h = handle_find(t, name)) == NULL)
+		return NULL;
+	handle_unlink(t, h);
+	registry_publish_hstate(h->dep, worker_id(w), REG_H_IDLE);
+	registry_publish_queued(h->dep, worker_id(w), 0);
+	h->detached = 1;
+	return h;
 }
 
-/*
- * Nothing can point at a detached handle any more: none queued, and none
- * in flight on its replicas (a running stream retries through its handle).
- * Conservative: another name's streams on a shared replica count too.
- */
+/* No stream points at it any more. */
 int
 handle_is_idle(const struct handle *h)
 {
-	unsigned i;
-
-	if (h->qlen > 0)
-		return 0;
-	for (i = 0; i < h->nups; i++) {
-		if (upstream_in_flight(h->ups[i]) > 0)
-			return 0;
-	}
-	return 1;
+	return h->refs == 0;
 }
 
 void
 handle_release(struct handle *h)
 {
-	handle_free(h);
+	handle_free(h, 1);
 }
 
-/* Queue depths for the metrics, per deployment (the worker's tick). */
-void
-handle_table_publish(struct worker *w)
+/* Idle expiry ---------------------------------------------------------- */
+
+static void
+handle_evict(struct handle_table *t, struct handle *h)
+{
+	log_debug("worker %u: %s idle: handle freed", worker_id(h->w),
+	    h->name);
+	handle_unlink(t, h);
+	registry_publish_hstate(h->dep, worker_id(h->w), REG_H_IDLE);
+	registry_count_eviction(h->dep);
+	metrics_handle_evicted(h->w);
+	handle_free(h, 1);
+}
+
+/*
+ * From the LRU list's old end, while handles are older than ttl.  One in
+ * use (a stream holds it, or prewarm pins it) counts as used now and goes
+ * to the front, so the walk sees each expired handle once.
+ */
+unsigned
+handle_table_expire(struct worker *w, double ttl)
 {
 	struct handle_table *t = worker_handles(w);
 	struct handle *h;
-	unsigned i;
+	double now;
+	unsigned n = 0;
 
-	for (i = 0; i < t->nbuckets; i++) {
-		for (h = t->buckets[i]; h != NULL; h = h->hnext)
-			registry_publish_queued(h->dep, worker_id(w), h->qlen);
+	if (ttl <= 0)
+		return 0;
+	now = handle_clock();
+	while ((h = t->ltail) != NULL && now - h->used >= ttl) {
+		if (h->refs > 0 || h->pinned) {
+			handle_touch(t, h, now);
+			continue;
+		}
+		handle_evict(t, h);
+		n++;
 	}
+	return n;
+}
+
+unsigned
+handle_table_count(const struct worker *w)
+{
+	return worker_handles(w)->count;
 }

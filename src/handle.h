@@ -4,8 +4,14 @@
  * The first request for a name creates its handle: RESOLVING (ask the
  * registry) -> WARMING (connect each replica, HELLO, PING) -> READY on the
  * first PONG.  Requests wait in the handle's bounded queue meanwhile; a
- * request that waits past its queue deadline gets 503.  The handle is kept:
- * later requests find it in the worker's table and never resolve again.
+ * request that waits past its queue deadline gets 503.  Later requests find
+ * the handle in the worker's table and never resolve again, until the
+ * registry pushes a change for the name (handle_refresh).
+ *
+ * The table has no fixed capacity.  A handle nobody used for
+ * handle_idle_ttl seconds is freed by the worker's tick, which walks a
+ * least-recently-used list from its old end, so a tick costs what expired,
+ * not what is cached; the name comes back through the first-use path.
  * A handle owns no timer and polls nothing: upstreams tell it what changed.
  */
 #ifndef INGRESSD_HANDLE_H
@@ -29,15 +35,22 @@ void		 handle_dequeue(struct handle *, struct stream *);
 void		 handle_upstream_event(struct handle *, struct upstream *);
 const char	*handle_name(const struct handle *);
 double		 handle_request_timeout(const struct handle *);
+/* A stream points at its handle from stream_submit() to stream_free():
+ * a held handle is never freed (idle expiry skips it). */
+void		 handle_hold(struct handle *);
+void		 handle_drop(struct handle *);
 
-/* Reload: resolve an existing handle again in place (1), none (0), or the
- * name is gone (-1).  A removed deployment's handle is detached, kept
- * until handle_is_idle(), then released. */
+/* The registry changed the name: resolve an existing handle again in
+ * place (1), none (0), or the name is gone (-1).  A removed deployment's
+ * handle is detached, kept until handle_is_idle(), then released. */
 int		 handle_refresh(struct worker *, const char *name);
 struct handle	*handle_detach(struct worker *, const char *name);
 int		 handle_is_idle(const struct handle *);
 void		 handle_release(struct handle *);
-/* Publish each handle's queue length in the registry (for metrics). */
-void		 handle_table_publish(struct worker *);
+/* The worker's tick: free the handles idle for ttl seconds or more (0:
+ * never), least recently used first.  Returns how many went. */
+unsigned	 handle_table_expire(struct worker *, double ttl);
+/* Handles in the table. */
+unsigned	 handle_table_count(const struct worker *);
 
 #endif

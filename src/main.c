@@ -37,6 +37,7 @@
 
 #include "accesslog.h"
 #include "conf.h"
+#include "dns.h"
 #include "handle.h"
 #include "log.h"
 #include "metrics.h"
@@ -64,6 +65,7 @@ struct daemon {
 	struct event_base *base;
 	struct registry	*reg;
 	struct supervise *sv;
+	struct dns	*dns;		/* dns deployments' lookups */
 	struct worker	*workers[CONF_MAX_WORKERS];
 	unsigned	 nworkers;
 	unsigned	 started;	/* worker threads running */
@@ -80,6 +82,14 @@ struct daemon {
 	unsigned	 beats[CONF_MAX_WORKERS];
 	int		 inherited[MAX_INHERITED];	/* socket activation */
 	unsigned	 ninherited;
+};
+
+/* Names a registration or a DNS answer changed, on their way to every
+ * worker; the last worker to apply them frees them. */
+struct names_job {
+	_Atomic unsigned pending;
+	struct reg_change *changes;
+	unsigned	 nchanges;
 };
 
 /* One reload on its way to the workers. */
@@ -301,6 +311,52 @@ daemon_prewarm_cb(struct worker *w, void *arg)
 	handle_get(w, arg);
 }
 
+/* On each worker's thread. */
+static void
+daemon_names_cb(struct worker *w, void *arg)
+{
+	struct names_job *job = arg;
+
+	worker_apply_changes(w, job->changes, job->nchanges);
+	if (atomic_fetch_sub(&job->pending, 1) == 1) {
+		registry_changes_free(job->changes, job->nchanges);
+		free(job);
+	}
+}
+
+/*
+ * The registry's notify hook, on the thread that changed it (the admin
+ * API's worker, or this one for DNS): each worker hears of each change
+ * once, exactly as of a reload's per-name changes.
+ */
+static void
+daemon_names_changed(void *arg, const struct reg_change *ch, unsigned n)
+{
+	struct daemon *d = arg;
+	struct names_job *job;
+	unsigned i;
+
+	if ((job = calloc(1, sizeof(*job))) == NULL ||
+	    (job->changes = calloc(n, sizeof(*ch))) == NULL) {
+		free(job);
+		log_warnx("out of memory: registry change not pushed");
+		return;
+	}
+	for (i = 0; i < n; i++) {
+		job->changes[i].kind = ch[i].kind;
+		if ((job->changes[i].name = strdup(ch[i].name)) == NULL) {
+			registry_changes_free(job->changes, i);
+			free(job);
+			log_warnx("out of memory: registry change not pushed");
+			return;
+		}
+	}
+	job->nchanges = n;
+	atomic_init(&job->pending, d->nworkers);
+	for (i = 0; i < d->nworkers; i++)
+		worker_post(d->workers[i], daemon_names_cb, job);
+}
+
 /* Workers made and their sockets bound; no thread runs yet. */
 static int
 daemon_bind(struct daemon *d, char *err, size_t errlen)
@@ -388,6 +444,13 @@ daemon_start(struct daemon *d, char *err, size_t errlen)
 		return -1;
 	}
 	if (daemon_bind(d, err, errlen) == -1)
+		return -1;
+	registry_set_notify(d->reg, daemon_names_changed, d);
+	if ((d->dns = dns_new(d->base, d->reg)) == NULL) {
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
+	if (dns_apply(d->dns, d->conf, err, errlen) == -1)
 		return -1;
 	if ((d->sv = supervise_new(d->base, d->reg)) == NULL) {
 		snprintf(err, errlen, "out of memory");
@@ -510,6 +573,10 @@ daemon_restart_only(const struct conf *old, const struct conf *new)
 	if (!daemon_str_eq(old->runtime_dir, new->runtime_dir))
 		log_warnx("reload: runtime_dir changed: restart ingressd to "
 		    "apply");
+	if (!daemon_strv_eq(old->nameservers, old->nnameservers,
+	    new->nameservers, new->nnameservers))
+		log_warnx("reload: resolver changed: restart ingressd to "
+		    "apply");
 }
 
 /* On each worker's thread. */
@@ -521,12 +588,7 @@ daemon_apply_cb(struct worker *w, void *arg)
 	unsigned i;
 
 	worker_switch(w, job->snap);
-	for (i = 0; i < job->nchanges; i++) {
-		if (job->changes[i].kind == REG_CHANGED)
-			handle_refresh(w, job->changes[i].name);
-		else if (job->changes[i].kind == REG_REMOVED)
-			worker_forget(w, job->changes[i].name);
-	}
+	worker_apply_changes(w, job->changes, job->nchanges);
 	for (i = 0; i < c->ndeployments; i++) {
 		if (c->deployments[i].prewarm)
 			handle_get(w, c->deployments[i].name);
@@ -642,6 +704,8 @@ daemon_reload_commit(struct daemon *d, struct conf *conf,
 	log_set_level(d->debug ? LOG_LEVEL_DEBUG :
 	    log_level_parse(conf->log_level));
 	if (supervise_apply(d->sv, conf, job->gen, err, sizeof(err)) == -1)
+		log_warnx("reload %u: %s", job->gen, err);
+	if (dns_apply(d->dns, conf, err, sizeof(err)) == -1)
 		log_warnx("reload %u: %s", job->gen, err);
 	daemon_log_changes(job->gen, ch, nch);
 	/* Each worker takes its own reference when it switches; the job
@@ -808,6 +872,7 @@ daemon_stop(struct daemon *d)
 		worker_join(d->workers[i]);
 	if (d->sv != NULL)
 		supervise_stop(d->sv, 2.0);
+	dns_free(d->dns);
 	for (i = 0; i < d->nworkers; i++)
 		worker_free(d->workers[i]);
 	while (d->jobs != NULL)

@@ -2,16 +2,22 @@
  * registry.c -- deployment name -> endpoints (see registry.h).
  *
  * A reload runs in two phases.  The plan phase reads the registry without
- * the mutex (only the main thread writes it), compares each deployment of
- * the new conf with the live one of the same name, parses new addresses
- * (which may ask DNS) and allocates everything it will need.  The commit
- * phase takes the mutex and only links pointers, so it cannot fail half
- * way and workers never see a mix of old and new.
+ * the mutex (writers take turns on wlock, and conf deployments have no
+ * other writer), compares each deployment of the new conf with the live
+ * one of the same name, parses new addresses (which may ask DNS) and
+ * allocates everything it will need.  The commit phase takes the mutex
+ * and only links pointers, so it cannot fail half way and workers never
+ * see a mix of old and new.  Registration and DNS updates work the same
+ * way on one name: allocate under wlock, link under the mutex.
  */
+#include <arpa/inet.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <pthread.h>
+#include <time.h>
 
 #include <jansson.h>
 
@@ -19,34 +25,59 @@
 #include "registry.h"
 #include "upstream.h"
 
+/* A registration waits this long for a reload to finish, then EBUSY. */
+#define REG_WLOCK_WAIT_MS	50
+#define REG_ID_MAX		63	/* fits reg_endpoint.id */
+
 struct reg_deployment {
 	char		*name;
 	enum conf_source source;
-	char		*command;	/* spawn: argv joined by '\n' */
+	int		 registered;	/* no conf entry: the admin API's */
+	int		 active;	/* registered: has replicas */
+	char		*command;	/* spawn: argv joined by '\n';
+					 * dns: "name:port" */
 	unsigned	 replicas;
 	unsigned	 gen;		/* spawn: socket path generation */
 	unsigned	 max_ongoing;
 	unsigned	 queue_max;
 	double		 queue_timeout;
 	double		 request_timeout;
+	int		 prewarm;
 	struct reg_endpoint **eps;
+	char		**rids;		/* registered: replica ids, by eps */
 	unsigned	 neps;
 	unsigned	 version;
 	_Atomic uint64_t resolutions;
+	_Atomic uint64_t evictions;
 	_Atomic int	*hstate;	/* [nworkers] */
 	_Atomic unsigned *queued;	/* [nworkers] */
+	struct reg_deployment *hnext;	/* its index's chain */
+};
+
+/* Names -> deployments: chained, a power of two buckets. */
+struct reg_index {
+	struct reg_deployment **b;
+	unsigned	 nb;
 };
 
 struct registry {
-	pthread_mutex_t	 lock;
+	pthread_mutex_t	 lock;		/* lookups vs. commits */
+	pthread_mutex_t	 wlock;		/* one writer at a time */
 	unsigned	 nworkers;
 	char		*runtime_dir;
-	struct reg_deployment **deps;	/* live, in conf order */
+	struct reg_deployment **deps;	/* the conf's, in conf order */
 	unsigned	 ndeps;
+	struct reg_index cidx;		/* deps by name */
+	struct reg_deployment **regd;	/* registered, ever (some inactive) */
+	unsigned	 nregd;
+	struct reg_index ridx;		/* regd by name */
 	struct reg_deployment **gone;	/* removed by a reload */
 	unsigned	 ngone;
-	struct reg_endpoint **eps;	/* every endpoint, owned here */
+	struct reg_endpoint **eps;	/* every endpoint, owned here; only
+					 * writers touch the array */
 	unsigned	 neps;
+	reg_notify_fn	 notify;
+	void		*notify_arg;
 };
 
 /* One deployment of the new conf, as the plan phase sees it. */
@@ -67,6 +98,18 @@ static const char *hstate_names[] = {
 	"idle", "resolving", "warming", "ready", "failed",
 };
 
+static const char *source_names[] = { "spawn", "endpoints", "dns" };
+
+static void
+registry_strv_free(char **v, unsigned n)
+{
+	unsigned i;
+
+	for (i = 0; v != NULL && i < n; i++)
+		free(v[i]);
+	free(v);
+}
+
 static void
 registry_deployment_free(struct reg_deployment *d)
 {
@@ -75,6 +118,7 @@ registry_deployment_free(struct reg_deployment *d)
 	free(d->name);
 	free(d->command);
 	free(d->eps);
+	registry_strv_free(d->rids, d->neps);
 	free(d->hstate);
 	free(d->queued);
 	free(d);
@@ -87,6 +131,82 @@ registry_endpoint_free(struct reg_endpoint *ep)
 		return;
 	free(ep->stats);
 	free(ep);
+}
+
+/* Indexes -------------------------------------------------------------- */
+
+/* FNV-1a. */
+static uint32_t
+registry_hash(const char *s)
+{
+	uint32_t h = 2166136261u;
+
+	while (*s != '\0')
+		h = (h ^ (unsigned char)*s++) * 16777619u;
+	return h;
+}
+
+static struct reg_deployment *
+registry_index_find(const struct reg_index *x, const char *name)
+{
+	struct reg_deployment *d;
+
+	if (x->nb == 0)
+		return NULL;
+	for (d = x->b[registry_hash(name) & (x->nb - 1)]; d != NULL;
+	    d = d->hnext) {
+		if (strcmp(d->name, name) == 0)
+			return d;
+	}
+	return NULL;
+}
+
+static void
+registry_index_put(struct reg_index *x, struct reg_deployment *d)
+{
+	unsigned h = registry_hash(d->name) & (x->nb - 1);
+
+	d->hnext = x->b[h];
+	x->b[h] = d;
+}
+
+/* Buckets for n names: at least 2n, a power of two. */
+static struct reg_deployment **
+registry_index_alloc(unsigned n, unsigned *nb)
+{
+	*nb = 16;
+	while (*nb < 2 * n && *nb < (1u << 30))
+		*nb *= 2;
+	return calloc(*nb, sizeof(struct reg_deployment *));
+}
+
+/* Under the mutex: every member of deps[n] into fresh buckets b[nb].
+ * Returns the old bucket array, for the caller to free. */
+static struct reg_deployment **
+registry_index_rebuild(struct reg_index *x, struct reg_deployment **b,
+    unsigned nb, struct reg_deployment **deps, unsigned n)
+{
+	struct reg_deployment **old = x->b;
+	unsigned i;
+
+	x->b = b;
+	x->nb = nb;
+	for (i = 0; i < n; i++)
+		registry_index_put(x, deps[i]);
+	return old;
+}
+
+/* The live deployment of that name: the conf's first, then registered. */
+static struct reg_deployment *
+registry_find_live(struct registry *r, const char *name)
+{
+	struct reg_deployment *d;
+
+	if ((d = registry_index_find(&r->cidx, name)) != NULL)
+		return d;
+	if ((d = registry_index_find(&r->ridx, name)) != NULL && d->active)
+		return d;
+	return NULL;
 }
 
 struct registry *
@@ -104,6 +224,7 @@ registry_new(const struct conf *conf, unsigned nworkers,
 		return NULL;
 	}
 	pthread_mutex_init(&r->lock, NULL);
+	pthread_mutex_init(&r->wlock, NULL);
 	r->nworkers = nworkers;
 	if (registry_reload(r, conf, &ch, &n, err, errlen) == -1) {
 		registry_free(r);
@@ -122,28 +243,29 @@ registry_free(struct registry *r)
 		return;
 	for (i = 0; i < r->ndeps; i++)
 		registry_deployment_free(r->deps[i]);
+	for (i = 0; i < r->nregd; i++)
+		registry_deployment_free(r->regd[i]);
 	for (i = 0; i < r->ngone; i++)
 		registry_deployment_free(r->gone[i]);
 	for (i = 0; i < r->neps; i++)
 		registry_endpoint_free(r->eps[i]);
 	free(r->deps);
+	free(r->regd);
 	free(r->gone);
 	free(r->eps);
+	free(r->cidx.b);
+	free(r->ridx.b);
 	free(r->runtime_dir);
 	pthread_mutex_destroy(&r->lock);
+	pthread_mutex_destroy(&r->wlock);
 	free(r);
 }
 
-static struct reg_deployment *
-registry_find(struct registry *r, const char *name)
+void
+registry_set_notify(struct registry *r, reg_notify_fn fn, void *arg)
 {
-	unsigned i;
-
-	for (i = 0; i < r->ndeps; i++) {
-		if (strcmp(r->deps[i]->name, name) == 0)
-			return r->deps[i];
-	}
-	return NULL;
+	r->notify = fn;
+	r->notify_arg = arg;
 }
 
 /* Plan phase ---------------------------------------------------------- */
@@ -155,6 +277,8 @@ registry_command(const struct conf_deployment *cd)
 	size_t i, len = 1;
 	char *s;
 
+	if (cd->source == CONF_DNS)
+		return strdup(cd->dns);
 	if (cd->source != CONF_SPAWN)
 		return strdup("");
 	for (i = 0; cd->command[i] != NULL; i++)
@@ -180,6 +304,8 @@ registry_same_endpoints(const struct reg_deployment *d,
 	if (cd->source == CONF_SPAWN)
 		return strcmp(d->command, command) == 0 &&
 		    d->replicas == cd->replicas;
+	if (cd->source == CONF_DNS)
+		return strcmp(d->command, command) == 0;
 	if (d->neps != cd->nendpoints)
 		return 0;
 	for (i = 0; i < d->neps; i++) {
@@ -196,7 +322,8 @@ registry_same_settings(const struct reg_deployment *d,
 	return d->max_ongoing == cd->max_ongoing &&
 	    d->queue_max == cd->queue_max &&
 	    d->queue_timeout == cd->queue_timeout &&
-	    d->request_timeout == cd->request_timeout;
+	    d->request_timeout == cd->request_timeout &&
+	    d->prewarm == cd->prewarm;
 }
 
 /*
@@ -262,7 +389,9 @@ registry_plan_endpoints(struct registry *r, struct reg_plan *p,
 	char addr[512], id[64], msg[256];
 	unsigned i, n;
 
-	n = cd->source == CONF_SPAWN ? cd->replicas : cd->nendpoints;
+	/* dns: none until src/dns.c has an answer. */
+	n = cd->source == CONF_SPAWN ? cd->replicas :
+	    cd->source == CONF_ENDPOINTS ? cd->nendpoints : 0;
 	if ((p->eps = calloc(n ? n : 1, sizeof(*p->eps))) == NULL) {
 		snprintf(err, errlen, "out of memory");
 		return -1;
@@ -318,7 +447,7 @@ registry_plan_one(struct registry *r, struct reg_plan *p,
 
 	if ((p->command = registry_command(cd)) == NULL)
 		goto oom;
-	p->old = registry_find(r, cd->name);
+	p->old = registry_index_find(&r->cidx, cd->name);
 	if (p->old != NULL && registry_same_endpoints(p->old, cd, p->command)) {
 		p->kind = registry_same_settings(p->old, cd) ? PLAN_SAME :
 		    PLAN_SETTINGS;
@@ -373,6 +502,7 @@ registry_commit_one(struct reg_plan *p)
 	d->queue_max = cd->queue_max;
 	d->queue_timeout = cd->queue_timeout;
 	d->request_timeout = cd->request_timeout;
+	d->prewarm = cd->prewarm;
 	d->gen = p->gen;
 	d->version++;
 	if (p->kind == PLAN_SETTINGS) {
@@ -431,18 +561,59 @@ registry_plan_changes(struct registry *r, const struct conf *conf,
 	return 0;
 }
 
+/* A name the conf takes over from registration: its replicas go. */
+static void
+registry_deactivate(struct reg_deployment *d)
+{
+	registry_strv_free(d->rids, d->neps);
+	free(d->eps);
+	d->rids = NULL;
+	d->eps = NULL;
+	d->neps = 0;
+	d->active = 0;
+	d->version++;
+}
+
+/* Under the mutex: the new conf's deployments go live. */
+static void
+registry_commit(struct registry *r, const struct conf *conf,
+    struct reg_plan *plan, struct reg_deployment **ndeps,
+    struct reg_deployment ***cbuckets, unsigned nb)
+{
+	struct reg_deployment *reg;
+	unsigned i;
+
+	for (i = 0; i < r->ndeps; i++) {
+		if (conf_find_deployment(conf, r->deps[i]->name) == NULL)
+			r->gone[r->ngone++] = r->deps[i];
+	}
+	for (i = 0; i < conf->ndeployments; i++) {
+		ndeps[i] = plan[i].kind == PLAN_NEW ? plan[i].dep : plan[i].old;
+		registry_commit_one(&plan[i]);
+		if (plan[i].kind == PLAN_NEW && (reg = registry_index_find(
+		    &r->ridx, plan[i].cd->name)) != NULL && reg->active)
+			registry_deactivate(reg);
+	}
+	free(r->deps);
+	r->deps = ndeps;
+	r->ndeps = conf->ndeployments;
+	*cbuckets = registry_index_rebuild(&r->cidx, *cbuckets, nb, ndeps,
+	    r->ndeps);
+}
+
 int
 registry_reload(struct registry *r, const struct conf *conf,
     struct reg_change **changes, unsigned *nchanges, char *err, size_t errlen)
 {
 	struct reg_plan *plan;
 	struct reg_endpoint **fresh = NULL, **neps = NULL;
-	struct reg_deployment **ndeps = NULL, **ngone = NULL;
+	struct reg_deployment **ndeps = NULL, **ngone = NULL, **cb = NULL;
 	struct reg_change *ch = NULL;
-	unsigned i, nfresh = 0, nch = 0, nremoved;
+	unsigned i, nfresh = 0, nch = 0, nremoved, nb;
 
 	*changes = NULL;
 	*nchanges = 0;
+	pthread_mutex_lock(&r->wlock);
 	if ((plan = calloc(conf->ndeployments + 1, sizeof(*plan))) == NULL)
 		goto oom;
 	for (i = 0; i < conf->ndeployments; i++) {
@@ -463,25 +634,18 @@ registry_reload(struct registry *r, const struct conf *conf,
 	neps = realloc(r->eps, (r->neps + nfresh + 1) * sizeof(*neps));
 	if (neps != NULL)
 		r->eps = neps;
-	if (ndeps == NULL || ngone == NULL || neps == NULL)
+	cb = registry_index_alloc(conf->ndeployments, &nb);
+	if (ndeps == NULL || ngone == NULL || neps == NULL || cb == NULL)
 		goto oom;
 
 	pthread_mutex_lock(&r->lock);
 	for (i = 0; i < nfresh; i++)
 		r->eps[r->neps++] = fresh[i];
-	for (i = 0; i < r->ndeps; i++) {
-		if (conf_find_deployment(conf, r->deps[i]->name) == NULL)
-			r->gone[r->ngone++] = r->deps[i];
-	}
-	for (i = 0; i < conf->ndeployments; i++) {
-		ndeps[i] = plan[i].kind == PLAN_NEW ? plan[i].dep : plan[i].old;
-		registry_commit_one(&plan[i]);
-	}
-	free(r->deps);
-	r->deps = ndeps;
-	r->ndeps = conf->ndeployments;
+	registry_commit(r, conf, plan, ndeps, &cb, nb);
 	pthread_mutex_unlock(&r->lock);
+	pthread_mutex_unlock(&r->wlock);
 
+	free(cb);		/* the old buckets */
 	registry_plan_free(plan, conf->ndeployments);
 	free(fresh);
 	*changes = ch;
@@ -490,10 +654,12 @@ registry_reload(struct registry *r, const struct conf *conf,
 oom:
 	snprintf(err, errlen, "out of memory");
 fail:
+	pthread_mutex_unlock(&r->wlock);
 	for (i = 0; i < nfresh; i++)
 		registry_endpoint_free(fresh[i]);
 	free(fresh);
 	free(ndeps);
+	free(cb);
 	registry_plan_free(plan, conf->ndeployments);
 	registry_changes_free(ch, nch);
 	return -1;
@@ -509,6 +675,418 @@ registry_changes_free(struct reg_change *ch, unsigned n)
 	free(ch);
 }
 
+/* Registration and DNS ------------------------------------------------- */
+
+static int
+registry_name_ok(const char *s, size_t max)
+{
+	size_t len = strlen(s);
+
+	return len > 0 && len <= max && strspn(s, "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+	    "abcdefghijklmnopqrstuvwxyz0123456789._-") == len;
+}
+
+/*
+ * The addresses registration takes: none that needs a DNS lookup, since
+ * the caller is a worker thread serving clients.
+ */
+static int
+registry_addr_literal(const char *s)
+{
+	struct in_addr in;
+	const char *colon;
+	char host[64];
+	size_t len;
+
+	if (strncmp(s, "unix:", 5) == 0 || s[0] == '[')
+		return 1;
+	if ((colon = strrchr(s, ':')) == NULL ||
+	    (len = (size_t)(colon - s)) >= sizeof(host))
+		return 0;
+	memcpy(host, s, len);
+	host[len] = '\0';
+	return inet_pton(AF_INET, host, &in) == 1;
+}
+
+/* A worker must never wait long on a reload: a little, then EBUSY. */
+static int
+registry_wlock_timed(struct registry *r)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	ts.tv_nsec += REG_WLOCK_WAIT_MS * 1000000L;
+	if (ts.tv_nsec >= 1000000000L) {
+		ts.tv_sec++;
+		ts.tv_nsec -= 1000000000L;
+	}
+	return pthread_mutex_timedlock(&r->wlock, &ts);
+}
+
+/* Push one name's change; the writer lock is released. */
+static void
+registry_tell(struct registry *r, const char *name, enum reg_change_kind kind)
+{
+	struct reg_change c;
+
+	if (r->notify == NULL)
+		return;
+	c.name = (char *)name;
+	c.kind = kind;
+	r->notify(r->notify_arg, &c, 1);
+}
+
+/* Room for one more registered name, allocated before the mutex. */
+static int
+registry_regd_room(struct registry *r, struct reg_deployment ***nb,
+    unsigned *nbn)
+{
+	struct reg_deployment **nr;
+
+	if ((nr = realloc(r->regd, (r->nregd + 1) * sizeof(*nr))) == NULL)
+		return -1;
+	r->regd = nr;
+	*nb = NULL;
+	if (r->ridx.nb < 2 * (r->nregd + 1) &&
+	    (*nb = registry_index_alloc(r->nregd + 1, nbn)) == NULL)
+		return -1;
+	return 0;
+}
+
+/* Under the mutex: a new registered name joins the index. */
+static struct reg_deployment **
+registry_regd_add(struct registry *r, struct reg_deployment *d,
+    struct reg_deployment **nb, unsigned nbn)
+{
+	r->regd[r->nregd++] = d;
+	if (nb != NULL)
+		return registry_index_rebuild(&r->ridx, nb, nbn, r->regd,
+		    r->nregd);
+	registry_index_put(&r->ridx, d);
+	return NULL;
+}
+
+static struct reg_deployment *
+registry_regd_new(struct registry *r, const char *name)
+{
+	struct reg_deployment *d;
+
+	if ((d = registry_deployment_new(r, name)) == NULL)
+		return NULL;
+	d->registered = 1;
+	d->source = CONF_ENDPOINTS;
+	d->max_ongoing = 100;
+	d->queue_max = 1024;
+	return d;
+}
+
+/*
+ * The new replica arrays of d with replica i (of n) set to ep/id, or
+ * appended when i == n.  Strings are shared with the old array except a
+ * new id.
+ */
+static int
+registry_regd_arrays(struct reg_deployment *d, unsigned i,
+    struct reg_endpoint *ep, const char *id, struct reg_endpoint ***eps,
+    char ***rids)
+{
+	unsigned n = d != NULL ? d->neps : 0, m = i < n ? n : n + 1;
+
+	*eps = calloc(m, sizeof(**eps));
+	*rids = calloc(m, sizeof(**rids));
+	if (*eps == NULL || *rids == NULL)
+		goto fail;
+	if (n > 0) {
+		memcpy(*eps, d->eps, n * sizeof(**eps));
+		memcpy(*rids, d->rids, n * sizeof(**rids));
+	}
+	(*eps)[i] = ep;
+	if (i == n && ((*rids)[i] = strdup(id)) == NULL)
+		goto fail;
+	return 0;
+fail:
+	free(*eps);
+	free(*rids);
+	*eps = NULL;
+	*rids = NULL;
+	return -1;
+}
+
+enum reg_result
+registry_register(struct registry *r, const char *name, const char *id,
+    const char *address, unsigned max_ongoing, unsigned *version, char *err,
+    size_t errlen)
+{
+	struct reg_deployment *d, *nd = NULL, **nb = NULL;
+	struct reg_endpoint *ep, **fresh = NULL, **eps = NULL, **neps;
+	char **rids = NULL, msg[256];
+	unsigned i, n, nfresh = 0, nbn = 0;
+	enum reg_result rv = REG_ENOMEM;
+	int was_active;
+
+	*version = 0;
+	if (!registry_name_ok(name, 255) || !registry_name_ok(id, REG_ID_MAX)) {
+		snprintf(err, errlen, "bad %s (1..%d characters of A-Z a-z "
+		    "0-9 . _ -)", registry_name_ok(name, 255) ? "replica id" :
+		    "deployment name", registry_name_ok(name, 255) ?
+		    REG_ID_MAX : 255);
+		return REG_EINVAL;
+	}
+	if (!registry_addr_literal(address)) {
+		snprintf(err, errlen, "bad address \"%s\": must be IP:PORT, "
+		    "[IPv6]:PORT or unix:PATH", address);
+		return REG_EINVAL;
+	}
+	if (registry_wlock_timed(r) != 0) {
+		snprintf(err, errlen, "the registry is busy (a reload): retry");
+		return REG_EBUSY;
+	}
+	if (registry_index_find(&r->cidx, name) != NULL) {
+		snprintf(err, errlen, "deployment %s is defined in the "
+		    "configuration", name);
+		rv = REG_ECONFLICT;
+		goto out;
+	}
+	d = registry_index_find(&r->ridx, name);
+	n = d != NULL ? d->neps : 0;
+	for (i = 0; i < n && strcmp(d->rids[i], id) != 0; i++)
+		continue;
+	if (i < n && strcmp(d->eps[i]->addr.text, address) == 0 &&
+	    atomic_load(&d->eps[i]->max_ongoing) == max_ongoing) {
+		*version = d->version;
+		rv = REG_UNCHANGED;
+		goto out;
+	}
+	if ((ep = registry_plan_endpoint(r, &fresh, &nfresh, address, id, msg,
+	    sizeof(msg))) == NULL) {
+		snprintf(err, errlen, "%s", msg);
+		rv = strcmp(msg, "out of memory") == 0 ? REG_ENOMEM :
+		    REG_EINVAL;
+		goto out;
+	}
+	if (registry_regd_arrays(d, i, ep, id, &eps, &rids) == -1)
+		goto oom;
+	if (d == NULL && ((nd = registry_regd_new(r, name)) == NULL ||
+	    registry_regd_room(r, &nb, &nbn) == -1))
+		goto oom;
+	if (nfresh > 0) {
+		if ((neps = realloc(r->eps, (r->neps + 1) * sizeof(*neps))) ==
+		    NULL)
+			goto oom;
+		r->eps = neps;
+	}
+
+	pthread_mutex_lock(&r->lock);
+	if (nfresh > 0)
+		r->eps[r->neps++] = fresh[0];
+	if (nd != NULL)
+		nb = registry_regd_add(r, d = nd, nb, nbn);
+	was_active = d->active;
+	neps = d->eps;
+	d->eps = eps;
+	eps = neps;
+	free(d->rids);
+	d->rids = rids;
+	d->neps = i < n ? n : n + 1;
+	d->active = 1;
+	d->version++;
+	atomic_store(&ep->max_ongoing, max_ongoing);
+	*version = d->version;
+	pthread_mutex_unlock(&r->lock);
+
+	pthread_mutex_unlock(&r->wlock);
+	free(eps);
+	free(nb);
+	free(fresh);
+	registry_tell(r, name, was_active ? REG_CHANGED : REG_ADDED);
+	return REG_OK;
+oom:
+	snprintf(err, errlen, "out of memory");
+	rv = REG_ENOMEM;
+	if (rids != NULL && i == n)
+		free(rids[i]);
+	free(eps);
+	free(rids);
+	registry_deployment_free(nd);
+	free(nb);
+	if (nfresh > 0)
+		registry_endpoint_free(fresh[0]);
+out:
+	free(fresh);
+	pthread_mutex_unlock(&r->wlock);
+	return rv;
+}
+
+enum reg_result
+registry_unregister(struct registry *r, const char *name, const char *id,
+    unsigned *version, char *err, size_t errlen)
+{
+	struct reg_endpoint **eps = NULL, **oeps;
+	struct reg_deployment *d;
+	char **rids = NULL, **orids, *gone;
+	unsigned i, j, k, n;
+
+	*version = 0;
+	if (registry_wlock_timed(r) != 0) {
+		snprintf(err, errlen, "the registry is busy (a reload): retry");
+		return REG_EBUSY;
+	}
+	if (registry_index_find(&r->cidx, name) != NULL) {
+		snprintf(err, errlen, "deployment %s is defined in the "
+		    "configuration", name);
+		pthread_mutex_unlock(&r->wlock);
+		return REG_ECONFLICT;
+	}
+	d = registry_index_find(&r->ridx, name);
+	n = d != NULL && d->active ? d->neps : 0;
+	for (i = 0; i < n && strcmp(d->rids[i], id) != 0; i++)
+		continue;
+	if (i == n) {
+		snprintf(err, errlen, "no replica %s registered for %s", id,
+		    name);
+		pthread_mutex_unlock(&r->wlock);
+		return REG_ENOENT;
+	}
+	if (n > 1 && ((eps = calloc(n - 1, sizeof(*eps))) == NULL ||
+	    (rids = calloc(n - 1, sizeof(*rids))) == NULL)) {
+		free(eps);
+		snprintf(err, errlen, "out of memory");
+		pthread_mutex_unlock(&r->wlock);
+		return REG_ENOMEM;
+	}
+	for (j = k = 0; j < n; j++) {
+		if (j == i)
+			continue;
+		eps[k] = d->eps[j];
+		rids[k++] = d->rids[j];
+	}
+	gone = d->rids[i];
+
+	pthread_mutex_lock(&r->lock);
+	oeps = d->eps;
+	orids = d->rids;
+	d->eps = eps;
+	d->rids = rids;
+	d->neps = n - 1;
+	d->active = n > 1;
+	d->version++;
+	*version = d->version;
+	pthread_mutex_unlock(&r->lock);
+
+	pthread_mutex_unlock(&r->wlock);
+	free(oeps);
+	free(orids);
+	free(gone);
+	registry_tell(r, name, n > 1 ? REG_CHANGED : REG_REMOVED);
+	return REG_OK;
+}
+
+/* The same addresses, in any order (a DNS answer's order is not news). */
+static int
+registry_same_addresses(const struct reg_deployment *d, char *const *addrs,
+    unsigned n)
+{
+	unsigned i, j;
+
+	for (i = 0; i < n; i++) {
+		for (j = 0; j < d->neps; j++) {
+			if (strcmp(d->eps[j]->addr.text, addrs[i]) == 0)
+				break;
+		}
+		if (j == d->neps)
+			return 0;
+	}
+	for (j = 0; j < d->neps; j++) {
+		for (i = 0; i < n; i++) {
+			if (strcmp(d->eps[j]->addr.text, addrs[i]) == 0)
+				break;
+		}
+		if (i == n)
+			return 0;
+	}
+	return 1;
+}
+
+/* The endpoints for a DNS answer, duplicates dropped; -1 and err. */
+static int
+registry_dns_endpoints(struct registry *r, char *const *addrs, unsigned n,
+    struct reg_endpoint ***eps, unsigned *neps, struct reg_endpoint ***fresh,
+    unsigned *nfresh, char *err, size_t errlen)
+{
+	struct reg_endpoint *ep;
+	unsigned i, j;
+
+	if ((*eps = calloc(n ? n : 1, sizeof(**eps))) == NULL) {
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
+	for (i = 0; i < n; i++) {
+		if ((ep = registry_plan_endpoint(r, fresh, nfresh, addrs[i],
+		    addrs[i], err, errlen)) == NULL)
+			return -1;
+		for (j = 0; j < *neps && (*eps)[j] != ep; j++)
+			continue;
+		if (j == *neps)
+			(*eps)[(*neps)++] = ep;
+	}
+	return 0;
+}
+
+enum reg_result
+registry_set_addresses(struct registry *r, const char *name,
+    char *const *addrs, unsigned n, char *err, size_t errlen)
+{
+	struct reg_endpoint **eps = NULL, **fresh = NULL, **neps;
+	struct reg_deployment *d;
+	enum reg_result rv = REG_EINVAL;
+	unsigned i, m = 0, nfresh = 0;
+
+	pthread_mutex_lock(&r->wlock);
+	d = registry_index_find(&r->cidx, name);
+	if (d == NULL || d->source != CONF_DNS) {
+		snprintf(err, errlen, "no dns deployment named %s", name);
+		rv = REG_ENOENT;
+		goto out;
+	}
+	if (registry_same_addresses(d, addrs, n)) {
+		rv = REG_UNCHANGED;
+		goto out;
+	}
+	if (registry_dns_endpoints(r, addrs, n, &eps, &m, &fresh, &nfresh,
+	    err, errlen) == -1)
+		goto out;
+	if ((neps = realloc(r->eps, (r->neps + nfresh + 1) *
+	    sizeof(*neps))) == NULL) {
+		snprintf(err, errlen, "out of memory");
+		rv = REG_ENOMEM;
+		goto out;
+	}
+	r->eps = neps;
+
+	pthread_mutex_lock(&r->lock);
+	for (i = 0; i < nfresh; i++)
+		r->eps[r->neps++] = fresh[i];
+	nfresh = 0;
+	neps = d->eps;
+	d->eps = eps;
+	eps = neps;
+	d->neps = m;
+	d->version++;
+	for (i = 0; i < m; i++)
+		atomic_store(&d->eps[i]->max_ongoing, d->max_ongoing);
+	pthread_mutex_unlock(&r->lock);
+	rv = REG_OK;
+out:
+	pthread_mutex_unlock(&r->wlock);
+	for (i = 0; i < nfresh; i++)
+		registry_endpoint_free(fresh[i]);
+	free(fresh);
+	free(eps);
+	if (rv == REG_OK)
+		registry_tell(r, name, REG_CHANGED);
+	return rv;
+}
+
 /* Lookups and figures -------------------------------------------------- */
 
 int
@@ -519,7 +1097,7 @@ registry_lookup(struct registry *r, const char *name, struct reg_lookup *out)
 
 	memset(out, 0, sizeof(*out));
 	pthread_mutex_lock(&r->lock);
-	if ((d = registry_find(r, name)) != NULL) {
+	if ((d = registry_find_live(r, name)) != NULL) {
 		out->eps = calloc(d->neps ? d->neps : 1, sizeof(*out->eps));
 		if (out->eps != NULL) {
 			memcpy(out->eps, d->eps, d->neps * sizeof(*out->eps));
@@ -529,6 +1107,7 @@ registry_lookup(struct registry *r, const char *name, struct reg_lookup *out)
 			out->queue_max = d->queue_max;
 			out->queue_timeout = d->queue_timeout;
 			out->request_timeout = d->request_timeout;
+			out->prewarm = d->prewarm;
 			atomic_fetch_add_explicit(&d->resolutions, 1,
 			    memory_order_relaxed);
 			rv = 0;
@@ -549,6 +1128,12 @@ void
 registry_publish_queued(struct reg_deployment *d, unsigned worker, unsigned n)
 {
 	atomic_store_explicit(&d->queued[worker], n, memory_order_relaxed);
+}
+
+void
+registry_count_eviction(struct reg_deployment *d)
+{
+	atomic_fetch_add_explicit(&d->evictions, 1, memory_order_relaxed);
 }
 
 unsigned
@@ -596,7 +1181,7 @@ registry_in_flight(struct registry *r, const struct reg_endpoint *ep)
 /* An endpoint is as good as its best worker's connection. */
 static json_t *
 registry_endpoint_json(struct registry *r, struct reg_endpoint *ep,
-    int spawned)
+    const char *id, int spawned)
 {
 	uint64_t pings = 0, pongs = 0, missed = 0, requests = 0;
 	int in_flight = 0, best = UPSTREAM_IDLE, st;
@@ -619,7 +1204,7 @@ registry_endpoint_json(struct registry *r, struct reg_endpoint *ep,
 			best = st;
 	}
 	o = json_pack("{s:s, s:s, s:s, s:i, s:I, s:I, s:I, s:I}",
-	    "id", ep->id, "address", ep->addr.text,
+	    "id", id, "address", ep->addr.text,
 	    "state", upstream_state_str(best), "in_flight", in_flight,
 	    "pings", (json_int_t)pings, "pongs", (json_int_t)pongs,
 	    "missed_pongs", (json_int_t)missed,
@@ -658,7 +1243,7 @@ registry_handles_json(struct registry *r, struct reg_deployment *d, int *best)
 static json_t *
 registry_deployment_json(struct registry *r, struct reg_deployment *d)
 {
-	json_t *reps, *handles;
+	json_t *reps, *handles, *o;
 	unsigned i, queued = 0;
 	int best = REG_H_IDLE;
 
@@ -672,13 +1257,18 @@ registry_deployment_json(struct registry *r, struct reg_deployment *d)
 	}
 	for (i = 0; i < d->neps; i++)
 		json_array_append_new(reps, registry_endpoint_json(r, d->eps[i],
+		    d->registered ? d->rids[i] : d->eps[i]->id,
 		    d->source == CONF_SPAWN));
-	return json_pack("{s:s, s:I, s:s, s:i, s:i, s:o*, s:o}",
+	o = json_pack("{s:s, s:I, s:I, s:s, s:i, s:i, s:o*, s:o}",
 	    "state", hstate_names[best],
 	    "resolutions", (json_int_t)atomic_load(&d->resolutions),
-	    "source", d->source == CONF_SPAWN ? "spawn" : "endpoints",
+	    "evictions", (json_int_t)atomic_load(&d->evictions),
+	    "source", d->registered ? "register" : source_names[d->source],
 	    "version", (int)d->version, "queued", (int)queued,
 	    "handles", handles, "replicas", reps);
+	if (o != NULL && !d->registered && d->source == CONF_DNS)
+		json_object_set_new(o, "dns", json_string(d->command));
+	return o;
 }
 
 json_t *
@@ -693,6 +1283,24 @@ registry_status_json(struct registry *r)
 	for (i = 0; i < r->ndeps; i++)
 		json_object_set_new(doc, r->deps[i]->name,
 		    registry_deployment_json(r, r->deps[i]));
+	for (i = 0; i < r->nregd; i++) {
+		if (r->regd[i]->active)
+			json_object_set_new(doc, r->regd[i]->name,
+			    registry_deployment_json(r, r->regd[i]));
+	}
 	pthread_mutex_unlock(&r->lock);
 	return doc;
+}
+
+json_t *
+registry_name_json(struct registry *r, const char *name)
+{
+	struct reg_deployment *d;
+	json_t *o = NULL;
+
+	pthread_mutex_lock(&r->lock);
+	if ((d = registry_find_live(r, name)) != NULL)
+		o = registry_deployment_json(r, d);
+	pthread_mutex_unlock(&r->lock);
+	return o;
 }

@@ -1,10 +1,14 @@
 /*
  * registry.h -- deployment name -> endpoints, shared by all workers.
  *
- * The registry is filled by the main thread from the conf (and later by
- * registration and DNS) and read by workers when a handle is resolved: a
- * lookup copies out the endpoint list under a mutex, which happens once per
- * name per worker, never per request.
+ * Names come from four sources: the conf's spawn and endpoints
+ * deployments, dns deployments (the conf names a DNS name; src/dns.c
+ * resolves it and sets the addresses), and registration (the admin API
+ * adds and removes replicas of names that need no conf entry).  Workers
+ * read the registry when a handle is resolved: a lookup copies out the
+ * endpoint list under a mutex, once per name per worker, never per
+ * request.  Lookups go through hash indexes, so 10,000 names cost the
+ * same per lookup as ten.
  *
  * Endpoints are keyed by address, so several names can share one replica
  * process (and each worker keeps one connection per address).  Live figures
@@ -12,16 +16,25 @@
  * only that worker writes (relaxed atomics): the hot path takes no lock and
  * shares no cache line, and the admin page sums the slots.
  *
- * Only the main thread changes the registry (registry_new, registry_reload),
- * always under the mutex; so the main thread may read it without the mutex.
+ * Writers: the main thread (reload, DNS answers) and the thread serving the
+ * admin API (registration).  They take turns on a writer lock, and commit
+ * under the mutex readers take.  Conf deployments (the ones
+ * registry_deployment() lists) are only ever changed by the main thread,
+ * so the main thread may read them without the mutex.  Every version
+ * change made outside a reload is told, once per changed name, to the
+ * notify hook, which pushes it to the workers.
+ *
  * Nothing is freed before registry_free: a deployment removed by a reload
- * moves to a list of gone ones, because handles that still drain requests
- * point at it, and endpoints stay because upstreams point at them.
+ * moves to a list of gone ones, a registered name that lost its last
+ * replica stays (inactive, found by no lookup) and comes back if a replica
+ * registers again, because handles that still drain requests point at
+ * them; and endpoints stay because upstreams point at them.
  */
 #ifndef INGRESSD_REGISTRY_H
 #define INGRESSD_REGISTRY_H
 
 #include <stdatomic.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -60,8 +73,9 @@ struct reg_lookup {
 	unsigned	 neps;
 	unsigned	 version;
 	unsigned	 queue_max;
-	double		 queue_timeout;
-	double		 request_timeout;
+	double		 queue_timeout;	/* 0: timeouts.queue */
+	double		 request_timeout; /* 0: timeouts.request */
+	int		 prewarm;	/* kept warm: never expires idle */
 };
 
 /* Handle states as published for the admin page, per worker. */
@@ -70,7 +84,7 @@ enum reg_hstate {
 };
 #define REG_H_NSTATES	5
 
-/* What a reload did to one deployment name. */
+/* What happened to one name (a reload, a registration, DNS). */
 enum reg_change_kind {
 	REG_ADDED,
 	REG_CHANGED,		/* endpoints or settings: handles resolve again */
@@ -80,6 +94,22 @@ enum reg_change_kind {
 struct reg_change {
 	char		*name;
 	enum reg_change_kind kind;
+};
+
+/* Changes made outside a reload (registration, DNS), from the thread that
+ * made them, after they are visible to lookups. */
+typedef void	(*reg_notify_fn)(void *arg, const struct reg_change *,
+		    unsigned n);
+
+/* Outcome of a registration or a DNS update. */
+enum reg_result {
+	REG_OK = 0,		/* changed: the version went up */
+	REG_UNCHANGED,		/* already so: nothing to push */
+	REG_EINVAL,		/* bad name, id or address (err says) */
+	REG_ECONFLICT,		/* the name belongs to the conf */
+	REG_ENOENT,		/* no such deployment or replica */
+	REG_EBUSY,		/* a reload holds the registry: retry */
+	REG_ENOMEM,
 };
 
 struct registry	*registry_new(const struct conf *, unsigned nworkers,
@@ -98,6 +128,26 @@ int		 registry_reload(struct registry *, const struct conf *,
 		    struct reg_change **changes, unsigned *nchanges, char *err,
 		    size_t errlen);
 void		 registry_changes_free(struct reg_change *, unsigned);
+void		 registry_set_notify(struct registry *, reg_notify_fn,
+		    void *arg);
+/*
+ * Registration (any thread): replica id of name is at address, taking at
+ * most max_ongoing requests (shared by every name at that address).  The
+ * name needs no conf entry; a name the conf defines is refused.  Only
+ * literal addresses, unix paths and localhost: nothing waits on DNS.
+ * *version is the name's version after the call.
+ */
+enum reg_result	 registry_register(struct registry *, const char *name,
+		    const char *id, const char *address, unsigned max_ongoing,
+		    unsigned *version, char *err, size_t errlen);
+/* The name goes (lookups fail) when its last replica does. */
+enum reg_result	 registry_unregister(struct registry *, const char *name,
+		    const char *id, unsigned *version, char *err,
+		    size_t errlen);
+/* DNS (main thread): the addresses ("1.2.3.4:80", "[::1]:80") of a dns
+ * deployment now, in any order; the same set changes nothing. */
+enum reg_result	 registry_set_addresses(struct registry *, const char *name,
+		    char *const *addrs, unsigned n, char *err, size_t errlen);
 /* 0 and *out filled, or -1 when the name is unknown. */
 int		 registry_lookup(struct registry *, const char *name,
 		    struct reg_lookup *out);
@@ -106,7 +156,10 @@ void		 registry_publish_hstate(struct reg_deployment *, unsigned worker,
 /* Requests waiting in this worker's handle for the deployment. */
 void		 registry_publish_queued(struct reg_deployment *,
 		    unsigned worker, unsigned n);
-/* Live deployments, in conf order (main thread, or under the lock). */
+/* A worker dropped its idle handle for the deployment. */
+void		 registry_count_eviction(struct reg_deployment *);
+/* The conf's deployments, in conf order (main thread, or under the
+ * lock); registered names are not among them. */
 unsigned	 registry_ndeployments(struct registry *);
 struct reg_deployment *registry_deployment(struct registry *, unsigned i);
 const char	*reg_deployment_name(const struct reg_deployment *);
@@ -115,7 +168,9 @@ struct reg_endpoint *reg_deployment_endpoint(struct reg_deployment *,
 		    unsigned i);
 /* Streams in flight to ep, summed over the workers. */
 unsigned	 registry_in_flight(struct registry *, const struct reg_endpoint *);
-/* The /-/deployments document (a new reference). */
+/* The /-/deployments document (a new reference): every live name. */
 struct json_t	*registry_status_json(struct registry *);
+/* One name's entry, or NULL when the name is unknown. */
+struct json_t	*registry_name_json(struct registry *, const char *name);
 
 #endif

@@ -11,6 +11,7 @@
 #include <strings.h>
 
 #include "conf.h"
+#include "http1.h"
 #include "route.h"
 
 struct route_entry {
@@ -115,4 +116,79 @@ route_match(const struct route_table *rt, const char *host, size_t hostlen,
 			return (e->route);
 	}
 	return (NULL);
+}
+
+int
+route_name_ok(const char *s, size_t len)
+{
+	size_t	i;
+
+	if (len == 0 || len > ROUTE_NAME_MAX)
+		return (0);
+	for (i = 0; i < len; i++) {
+		if (!((s[i] >= 'a' && s[i] <= 'z') ||
+		    (s[i] >= 'A' && s[i] <= 'Z') ||
+		    (s[i] >= '0' && s[i] <= '9') ||
+		    s[i] == '.' || s[i] == '_' || s[i] == '-'))
+			return (0);
+	}
+	return (1);
+}
+
+/* The segment after the prefix names the deployment; the rest goes on. */
+static int
+route_pick_path(const struct conf_route *rt, const struct http1_request *r,
+    struct route_pick *pk)
+{
+	const char	*p = r->target + rt->prefix_len;
+	const char	*end = r->target + r->path_len;
+
+	if (r->path_len < rt->prefix_len)
+		return (-1);
+	if (p < end && *p == '/')
+		p++;		/* prefix "/models" before "/models/foo" */
+	pk->name = p;
+	while (p < end && *p != '/')
+		p++;
+	pk->name_len = (size_t)(p - pk->name);
+	pk->rest = p;
+	pk->rest_len = r->target_len - (size_t)(p - r->target);
+	pk->slash = pk->rest_len == 0 || *p != '/';
+	return (route_name_ok(pk->name, pk->name_len) ? 0 : -1);
+}
+
+static int
+route_pick_header(const struct conf_route *rt, const struct http1_request *r,
+    struct route_pick *pk)
+{
+	const struct http1_field	*f;
+	unsigned			 i;
+
+	for (i = 0; i < r->nfields; i++) {
+		f = &r->fields[i];
+		if (f->name_len != rt->from_header_len ||
+		    strncasecmp(f->name, rt->from_header, f->name_len) != 0)
+			continue;
+		pk->name = f->value;
+		pk->name_len = f->value_len;
+		return (route_name_ok(f->value, f->value_len) ? 0 : -1);
+	}
+	return (-1);
+}
+
+int
+route_pick(const struct conf_route *rt, const struct http1_request *r,
+    struct route_pick *pk)
+{
+	memset(pk, 0, sizeof *pk);
+	switch (rt->from) {
+	case CONF_FROM_PATH:
+		return (route_pick_path(rt, r, pk));
+	case CONF_FROM_HEADER:
+		return (route_pick_header(rt, r, pk));
+	default:
+		pk->name = rt->deployment;
+		pk->name_len = strlen(rt->deployment);
+		return (0);
+	}
 }

@@ -89,6 +89,8 @@ stream_free(struct stream *s)
 {
 	if (s == NULL)
 		return;
+	if (s->h != NULL)
+		handle_drop(s->h);	/* held since stream_submit */
 	if (s->pending != NULL)
 		evbuffer_free(s->pending);
 	if (s->replay != NULL)
@@ -101,6 +103,7 @@ void
 stream_submit(struct stream *s, struct handle *h)
 {
 	s->h = h;
+	handle_hold(h);		/* retries come back to it: keep it */
 	handle_submit(h, s);
 }
 

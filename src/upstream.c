@@ -42,6 +42,7 @@ struct upstream {
 	unsigned	 backoff_ms;
 	int		 hello_seen;
 	int		 goaway;	/* no new streams on this connection */
+	int		 released;	/* no handle watches it: stay closed */
 	uint64_t	 ping_seq;
 	int		 ping_out;	/* PINGs sent and not answered */
 	uint8_t		 ping_opaque[8];
@@ -66,6 +67,8 @@ static void	upstream_fail(struct upstream *, const char *);
 static void	upstream_read_cb(struct bufferevent *, void *);
 static void	upstream_event_cb(struct bufferevent *, short, void *);
 static void	upstream_timer_cb(evutil_socket_t, short, void *);
+static void	upstream_revive(struct upstream *);
+static void	upstream_park(struct upstream *);
 
 
 static const char *state_names[] = {
@@ -139,8 +142,11 @@ upstream_get(struct worker *w, struct reg_endpoint *ep)
 	struct upstream *up;
 
 	for (up = *pool; up != NULL; up = up->next) {
-		if (up->ep == ep)
+		if (up->ep == ep) {
+			if (up->released)
+				upstream_revive(up);
 			return up;
+		}
 	}
 	if ((up = calloc(1, sizeof(*up))) == NULL)
 		return NULL;
@@ -175,7 +181,7 @@ upstream_close(struct upstream *up)
 
 /* We are going away: say so, best effort, with what is already queued. */
 static void
-upstream_goodbye(struct upstream *up)
+upstream_goodbye(struct upstream *up, const char *text)
 {
 	struct wire_goaway g;
 	uint8_t buf[WIRE_HEADER_SIZE + 16 + 16];
@@ -186,8 +192,8 @@ upstream_goodbye(struct upstream *up)
 	memset(&g, 0, sizeof(g));
 	g.last_stream = up->next_id - 1;
 	g.code = WIRE_CODE_SHUTDOWN;
-	g.text.p = "ingressd stopping";
-	g.text.len = 17;
+	g.text.p = text;
+	g.text.len = strlen(text);
 	if ((n = wire_encode_goaway(buf, &g)) == 0)
 		return;
 	upstream_write(up, buf, n);
@@ -203,7 +209,7 @@ upstream_pool_free(struct worker *w)
 
 	for (up = *pool; up != NULL; up = next) {
 		next = up->next;
-		upstream_goodbye(up);
+		upstream_goodbye(up, "ingressd stopping");
 		upstream_close(up);
 		event_free(up->timer);
 		evbuffer_free(up->scratch);
@@ -425,11 +431,17 @@ upstream_timer_cb(evutil_socket_t fd, short ev, void *arg)
 		break;
 	case UPSTREAM_DOWN:
 	case UPSTREAM_IDLE:
-		upstream_connect(up);
+		if (up->released)
+			upstream_park(up);
+		else
+			upstream_connect(up);
 		break;
 	case UPSTREAM_READY:
 		if (up->goaway && up->in_flight == 0) {
-			upstream_connect(up);
+			if (up->released)
+				upstream_park(up);
+			else
+				upstream_connect(up);
 			break;
 		}
 		if (up->ping_out > 0)
@@ -932,4 +944,58 @@ upstream_read_cb(struct bufferevent *bev, void *arg)
 		if (up->bev == bev)
 			evbuffer_drain(in, need);
 	}
+}
+
+/* Released connections (issue 3: names come and go) -------------------- */
+
+/* Closed until upstream_get() wants it again: no timer, no reconnect. */
+static void
+upstream_park(struct upstream *up)
+{
+	upstream_goodbye(up, "no longer used");
+	upstream_close(up);
+	evtimer_del(up->timer);
+	up->backoff_ms = 0;
+	free(up->watchers);
+	up->watchers = NULL;
+	up->capwatch = 0;
+	log_debug("worker %u: replica %s: released", worker_id(up->w),
+	    up->ep->id);
+	upstream_set_state(up, UPSTREAM_IDLE);
+}
+
+void
+upstream_release(struct upstream *up)
+{
+	uint8_t buf[WIRE_HEADER_SIZE + 16 + 16];
+	struct wire_goaway g;
+	size_t n;
+
+	if (up->nwatch > 0 || up->released)
+		return;
+	up->released = 1;
+	if (up->in_flight == 0 || up->bev == NULL) {
+		upstream_park(up);
+		return;
+	}
+	/* Streams still run: no new ones; parked when the last is done
+	 * (upstream_detach wakes the timer). */
+	memset(&g, 0, sizeof(g));
+	g.last_stream = up->next_id - 1;
+	g.code = WIRE_CODE_NONE;
+	g.text.p = "no longer used";
+	g.text.len = 14;
+	if ((n = wire_encode_goaway(buf, &g)) > 0)
+		upstream_write(up, buf, n);
+	up->goaway = 1;
+}
+
+/* Wanted again.  While it still drains, the drain ends in a fresh
+ * connection as after any GOAWAY. */
+static void
+upstream_revive(struct upstream *up)
+{
+	up->released = 0;
+	if (up->state == UPSTREAM_IDLE)
+		upstream_connect(up);
 }

@@ -40,6 +40,9 @@ struct upstream	*upstream_get(struct worker *, struct reg_endpoint *);
 void		 upstream_pool_free(struct worker *);
 void		 upstream_watch(struct upstream *, struct handle *);
 void		 upstream_unwatch(struct upstream *, struct handle *);
+/* If no handle watches it any more: GOAWAY, close once its streams are
+ * done, and stop reconnecting; upstream_get() revives it. */
+void		 upstream_release(struct upstream *);
 
 int		 upstream_is_ready(const struct upstream *);
 unsigned	 upstream_in_flight(const struct upstream *);

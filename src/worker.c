@@ -33,12 +33,14 @@
 #include "handle.h"
 #include "log.h"
 #include "metrics.h"
+#include "registry.h"
 #include "route.h"
 #include "upstream.h"
 #include "worker.h"
 
 #define WORKER_MAX_LISTENERS	16
-#define WORKER_TICK_MS		250	/* access log flush, gauges, sweeps */
+#define WORKER_TICK_MS		250	/* access log flush, sweeps, idle
+					 * handles */
 #define WORKER_DRAIN_TICK_MS	50
 
 struct worker_snap {
@@ -535,7 +537,25 @@ worker_conns(void)
 	return atomic_load_explicit(&worker_nconns, memory_order_relaxed);
 }
 
-/* Removed deployments -------------------------------------------------- */
+/* Registry changes --------------------------------------------------- */
+
+/*
+ * A name's handle follows the registry: resolved again where it changed
+ * (or came back), dropped where it went.  Names without a handle here
+ * cost nothing: they are resolved on first use.
+ */
+void
+worker_apply_changes(struct worker *w, const struct reg_change *ch,
+    unsigned n)
+{
+	unsigned i;
+
+	for (i = 0; i < n; i++) {
+		if (ch[i].kind == REG_REMOVED ||
+		    handle_refresh(w, ch[i].name) == -1)
+			worker_forget(w, ch[i].name);
+	}
+}
 
 void
 worker_forget(struct worker *w, const char *name)
@@ -580,9 +600,9 @@ worker_tick_cb(evutil_socket_t fd, short ev, void *arg)
 	struct worker *w = arg;
 
 	accesslog_flush(w);
-	handle_table_publish(w);
 	if (w->norphans > 0)
 		worker_sweep_orphans(w);
+	handle_table_expire(w, w->snap->conf->handle_idle_ttl);
 }
 
 /* Graceful stop -------------------------------------------------------- */

@@ -18,6 +18,7 @@
 struct conf;
 struct event_base;
 struct handle_table;
+struct reg_change;
 struct registry;
 struct route_table;
 struct worker;
@@ -50,6 +51,10 @@ void		 worker_switch(struct worker *, struct worker_snap *);
 /* On the worker's thread: a removed deployment's handle leaves the table
  * and is freed once nothing uses it. */
 void		 worker_forget(struct worker *, const char *name);
+/* On the worker's thread: the registry changed these names (a reload, a
+ * registration, DNS); each handle resolves again or goes. */
+void		 worker_apply_changes(struct worker *,
+		    const struct reg_change *, unsigned n);
 /* On the worker's thread: stop accepting, close idle client connections,
  * close busy ones after their response. */
 void		 worker_drain(struct worker *);

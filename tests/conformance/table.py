@@ -27,6 +27,10 @@ def cell(r):
 		return "alt: %s" % actual
 	if v == "SKIP":
 		return "skip"
+	why = r["why"]
+	if not why.startswith(("statuses", "connection", "forwarded")):
+		# Status, connection and count were right: say what was not.
+		actual = why.replace("|", "\\|")[:90]
 	return "**%s**: %s" % (v.lower(), actual)
 
 

@@ -146,6 +146,9 @@ START_TEST(test_defaults)
 	ck_assert_ptr_null(conf->error_log);
 	ck_assert_ptr_null(conf->access_log);
 	ck_assert_int_eq(conf->access_log_format, CONF_ACCESS_COMBINED);
+	ck_assert_double_eq(conf->handle_idle_ttl, 300);
+	ck_assert_ptr_null(conf->nameservers);
+	ck_assert_uint_eq(conf->nnameservers, 0);
 	conf_free(conf);
 
 	conf = load_ok("{" BASE "}");
@@ -216,6 +219,47 @@ START_TEST(test_full)
 	ck_assert_uint_eq(d->replicas, 1024);
 	ck_assert_double_eq(d->queue_timeout, 7);
 	ck_assert_double_eq(d->request_timeout, 3);
+	conf_free(conf);
+}
+END_TEST
+
+/* Names from the request, dns deployments, handle TTL, resolver. */
+START_TEST(test_names)
+{
+	const struct conf_deployment	*d;
+	struct conf			*conf;
+
+	conf = load_ok("{\"handle_idle_ttl\": 0,"
+	    " \"resolver\": {\"nameservers\": [\"127.0.0.1:5353\","
+	    "  \"[::1]:53\"]},"
+	    " \"routes\": [{\"prefix\": \"/models/\","
+	    "   \"deployment_from\": \"path\"},"
+	    "  {\"prefix\": \"/v1\", \"deployment_from\": \"header:X-Model\","
+	    "   \"strip_prefix\": true},"
+	    "  {\"prefix\": \"/d\", \"deployment\": \"svc\"}],"
+	    " \"deployments\": {\"svc\": {\"dns\": \"svc.example:9000\","
+	    "   \"max_ongoing_requests\": 7}}}");
+	ck_assert_double_eq(conf->handle_idle_ttl, 0);
+	ck_assert_uint_eq(conf->nnameservers, 2);
+	ck_assert_str_eq(conf->nameservers[0], "127.0.0.1:5353");
+	ck_assert_str_eq(conf->nameservers[1], "[::1]:53");
+	ck_assert_int_eq(conf->routes[0].from, CONF_FROM_PATH);
+	ck_assert_ptr_null(conf->routes[0].deployment);
+	ck_assert_ptr_null(conf->routes[0].from_header);
+	ck_assert_int_eq(conf->routes[1].from, CONF_FROM_HEADER);
+	ck_assert_str_eq(conf->routes[1].from_header, "x-model");
+	ck_assert_uint_eq(conf->routes[1].from_header_len, 7);
+	ck_assert_int_eq(conf->routes[1].strip_prefix, 1);
+	ck_assert_int_eq(conf->routes[2].from, CONF_FROM_CONF);
+	ck_assert_str_eq(conf->routes[2].deployment, "svc");
+	d = conf_find_deployment(conf, "svc");
+	ck_assert_ptr_nonnull(d);
+	ck_assert_int_eq(d->source, CONF_DNS);
+	ck_assert_str_eq(d->dns, "svc.example:9000");
+	ck_assert_uint_eq(d->replicas, 0);
+	ck_assert_uint_eq(d->max_ongoing, 7);
+	ck_assert_ptr_null(d->command);
+	ck_assert_ptr_null(d->endpoints);
 	conf_free(conf);
 }
 END_TEST
@@ -452,7 +496,28 @@ static const struct {
 	{ "{\"routes\": [{\"deployment\": \"echo\"}], " DEP "}",
 	    "routes[0].prefix: required key missing" },
 	{ "{\"routes\": [{\"prefix\": \"/\"}], " DEP "}",
-	    "routes[0].deployment: required key missing" },
+	    "routes[0]: needs exactly one of \"deployment\" or "
+	    "\"deployment_from\"" },
+	{ "{\"routes\": [{\"prefix\": \"/\", \"deployment\": \"echo\","
+	    " \"deployment_from\": \"path\"}], " DEP "}",
+	    "routes[0]: needs exactly one of \"deployment\" or "
+	    "\"deployment_from\"" },
+	{ "{\"routes\": [{\"prefix\": \"/\", \"deployment_from\": "
+	    "\"query\"}], " DEP "}", "routes[0].deployment_from: must be "
+	    "\"path\" or \"header:NAME\" (NAME a header name of at most 64 "
+	    "characters)" },
+	{ "{\"routes\": [{\"prefix\": \"/\", \"deployment_from\": "
+	    "\"header:\"}], " DEP "}", "routes[0].deployment_from: must be "
+	    "\"path\" or \"header:NAME\" (NAME a header name of at most 64 "
+	    "characters)" },
+	{ "{\"routes\": [{\"prefix\": \"/\", \"deployment_from\": "
+	    "\"header:x model\"}], " DEP "}", "routes[0].deployment_from: "
+	    "must be \"path\" or \"header:NAME\" (NAME a header name of at "
+	    "most 64 characters)" },
+	{ "{\"routes\": [{\"prefix\": \"/m/\", \"deployment_from\": "
+	    "\"path\", \"strip_prefix\": true}], " DEP "}",
+	    "routes[0].strip_prefix: not with \"deployment_from\": \"path\" "
+	    "(the prefix and the name are always stripped)" },
 	{ "{\"routes\": [{\"prefix\": \"echo\", \"deployment\": \"echo\"}], "
 	    DEP "}", "routes[0].prefix: must be a string starting with '/'" },
 	{ "{\"routes\": [{\"prefix\": 1, \"deployment\": \"echo\"}], "
@@ -488,12 +553,46 @@ static const struct {
 	{ "{" ROUTES ", \"deployments\": {\"echo\": 1}}",
 	    "deployments.echo: must be an object" },
 	{ "{" ROUTES ", \"deployments\": {\"echo\": {}}}",
-	    "deployments.echo: needs exactly one of \"spawn\" or "
-	    "\"endpoints\"" },
+	    "deployments.echo: needs exactly one of \"spawn\", "
+	    "\"endpoints\" or \"dns\"" },
 	{ "{" ROUTES ", \"deployments\": {\"echo\": {\"spawn\": {\"command\":"
 	    " [\"x\"]}, \"endpoints\": [\"127.0.0.1:1\"]}}}",
-	    "deployments.echo: needs exactly one of \"spawn\" or "
-	    "\"endpoints\"" },
+	    "deployments.echo: needs exactly one of \"spawn\", "
+	    "\"endpoints\" or \"dns\"" },
+	{ "{" ROUTES ", \"deployments\": {\"echo\": {\"dns\": \"a.example:1\","
+	    " \"endpoints\": [\"127.0.0.1:1\"]}}}",
+	    "deployments.echo: needs exactly one of \"spawn\", "
+	    "\"endpoints\" or \"dns\"" },
+	{ "{" ROUTES ", \"deployments\": {\"echo\": {\"dns\": 5}}}",
+	    "deployments.echo.dns: must be \"name:port\" with a DNS name" },
+	{ "{" ROUTES ", \"deployments\": {\"echo\": {\"dns\": "
+	    "\"a.example\"}}}",
+	    "deployments.echo.dns: must be \"name:port\" with a DNS name" },
+	{ "{" ROUTES ", \"deployments\": {\"echo\": {\"dns\": "
+	    "\"unix:/x:1\"}}}",
+	    "deployments.echo.dns: must be \"name:port\" with a DNS name" },
+	{ "{" ROUTES ", \"deployments\": {\"echo\": {\"dns\": "
+	    "\"[::1]:80\"}}}",
+	    "deployments.echo.dns: must be \"name:port\" with a DNS name" },
+	{ "{" ROUTES ", \"deployments\": {\"echo\": {\"dns\": "
+	    "\"10.0.0.1:80\"}}}", "deployments.echo.dns: \"10.0.0.1:80\" is "
+	    "an address, not a name: use \"endpoints\"" },
+	{ "{" ROUTES ", \"deployments\": {\"echo\": {\"dns\": "
+	    "\"a.example:0\"}}}", "deployments.echo.dns: bad address "
+	    "\"a.example:0\": port must be 1..65535" },
+	{ "{" ROUTES ", \"deployments\": {\"echo\": {\"dns\": "
+	    "\"a b:80\"}}}", "deployments.echo.dns: bad address \"a b:80\": "
+	    "bad host name" },
+	{ "{\"handle_idle_ttl\": -1, " BASE "}", "handle_idle_ttl: must be a "
+	    "number of seconds in 0..86400" },
+	{ "{\"resolver\": [], " BASE "}", "resolver: must be an object" },
+	{ "{\"resolver\": {\"x\": 1}, " BASE "}", "resolver.x: unknown key" },
+	{ "{\"resolver\": {\"nameservers\": []}, " BASE "}",
+	    "resolver.nameservers: must be a non-empty array of address "
+	    "strings" },
+	{ "{\"resolver\": {\"nameservers\": [\"127.0.0.1:53\", "
+	    "\"dns.example:53\"]}, " BASE "}", "resolver.nameservers[1]: must "
+	    "be an IP address and port, not a name" },
 	{ "{\"routes\": [], \"deployments\": {\"a b\": {}}}",
 	    "deployments.a b: bad deployment name (1..255 characters of "
 	    "A-Z a-z 0-9 . _ -)" },
@@ -615,6 +714,7 @@ conf_suite(void)
 	tcase_add_test(tc, test_default_conf);
 	tcase_add_test(tc, test_defaults);
 	tcase_add_test(tc, test_full);
+	tcase_add_test(tc, test_names);
 	tcase_add_test(tc, test_listen_forms);
 	tcase_add_test(tc, test_name_limits);
 	tcase_add_test(tc, test_log_files);
