@@ -1757,3 +1757,28 @@ replica_query_get(const char *query, const char *key, char *buf, size_t len)
 	}
 	return 0;
 }
+
+int
+replica_main(const char *name, int argc, char **argv,
+    const struct replica_handler *h, void *arg)
+{
+	struct event_base *base;
+	struct replica *r;
+	char err[256];
+	int rc;
+
+	if ((base = event_base_new()) == NULL) {
+		fprintf(stderr, "%s: event_base_new failed\n", name);
+		return 1;
+	}
+	if ((r = replica_new(base, argc, argv, h, arg, err,
+	    sizeof err)) == NULL) {
+		fprintf(stderr, "%s: %s\n", name, err);
+		event_base_free(base);
+		return 1;
+	}
+	rc = replica_run(r);
+	replica_free(r);
+	event_base_free(base);
+	return rc == 0 ? 0 : 1;
+}

@@ -90,6 +90,12 @@ struct replica	*replica_new(struct event_base *, int argc, char **argv,
 int		 replica_run(struct replica *);
 /* Closes everything (pending reqs are cancelled).  The base stays. */
 void		 replica_free(struct replica *);
+/*
+ * The whole main() of a typical replica: a base, replica_new(), run, free.
+ * Errors go to stderr prefixed with name.  Returns the exit status.
+ */
+int		 replica_main(const char *name, int argc, char **argv,
+		    const struct replica_handler *, void *arg);
 const char	*replica_id(struct replica *);
 const char	*replica_deployment(struct replica *);
 const char	*replica_address(struct replica *);	/* as bound */

@@ -247,23 +247,5 @@ main(int argc, char **argv)
 		.on_end = echo_end,
 		.on_cancel = echo_cancel,
 	};
-	struct event_base	*base;
-	struct replica		*r;
-	char			 err[256];
-	int			 rc;
-
-	if ((base = event_base_new()) == NULL) {
-		fprintf(stderr, "replica-echo: event_base_new failed\n");
-		return 1;
-	}
-	if ((r = replica_new(base, argc, argv, &h, NULL, err,
-	    sizeof err)) == NULL) {
-		fprintf(stderr, "replica-echo: %s\n", err);
-		event_base_free(base);
-		return 1;
-	}
-	rc = replica_run(r);
-	replica_free(r);
-	event_base_free(base);
-	return rc == 0 ? 0 : 1;
+	return replica_main("replica-echo", argc, argv, &h, NULL);
 }

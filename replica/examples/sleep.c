@@ -485,24 +485,7 @@ main(int argc, char **argv)
 		.on_writable = sleep_writable,
 	};
 	static struct stats	 st;
-	struct event_base	*base;
-	struct replica		*r;
-	char			 err[256];
-	int			 rc;
 
 	memset(pattern, 'x', sizeof pattern);
-	if ((base = event_base_new()) == NULL) {
-		fprintf(stderr, "replica-sleep: event_base_new failed\n");
-		return 1;
-	}
-	if ((r = replica_new(base, argc, argv, &h, &st, err,
-	    sizeof err)) == NULL) {
-		fprintf(stderr, "replica-sleep: %s\n", err);
-		event_base_free(base);
-		return 1;
-	}
-	rc = replica_run(r);
-	replica_free(r);
-	event_base_free(base);
-	return rc == 0 ? 0 : 1;
+	return replica_main("replica-sleep", argc, argv, &h, &st);
 }
