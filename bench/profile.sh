@@ -123,25 +123,24 @@ perf_during() {
 	wait "$rec"
 }
 
-# NAME COMM: one process of a recording, each share relative to that
-# process's samples: by library, top symbols (self), its own code's
-# functions (self), top inclusive (children) entries.
+# NAME: three reports of one recording, every share of all its samples
+# (bench.py profile-summary splits them by process): by process and
+# library; by process, library and symbol (self); by process and symbol
+# (inclusive, from the dwarf call chains).  perf report's --comm filter
+# drops some libraries from a --sort dso report here: hence no filters.
 perf_report() {
-	local d="$OUT/perf-$1.data" f="$OUT/perf-$1-$2"
-	set -- -i "$d" --stdio --comm "$2" --percentage relative -g none
-	perf report "$@" --no-children --sort dso 2>/dev/null | clean \
-	    >"$f-dso.txt"
-	perf report "$@" --no-children --sort dso,symbol 2>/dev/null |
-	    clean >"$f-self.txt"
-	# The binary is named as the process: its own code and ours.
-	perf report "$@" --no-children --sort symbol --dso "$2" \
-	    2>/dev/null | clean >"$f-own.txt"
-	perf report "$@" --children --sort symbol 2>/dev/null | clean \
-	    >"$f-children.txt"
+	set -- -i "$OUT/perf-$1.data" --stdio -g none "$OUT/perf-$1"
+	perf report "$1" "$2" "$3" "$4" "$5" --no-children --sort comm,dso \
+	    2>/dev/null | clean >"$6-dso.txt"
+	perf report "$1" "$2" "$3" "$4" "$5" --no-children \
+	    --sort comm,dso,symbol --percent-limit 0.02 2>/dev/null |
+	    clean >"$6-self.txt"
+	perf report "$1" "$2" "$3" "$4" "$5" --children --sort comm,symbol \
+	    --percent-limit 0.5 2>/dev/null | clean >"$6-children.txt"
 }
 
 clean() {
-	grep -v '^#' | grep -v '^$' | sed 's/ *- *- *$//' | head -n "$PERF_TOP"
+	grep -v '^#' | grep -v '^$' | sed 's/ *- *- *$//'
 }
 
 run_perf() {
@@ -162,14 +161,8 @@ run_perf() {
 	    "$url/sleep?source=$UPLOAD_BYTES&rate=0"
 	stop_all
 	for n in hello upload download; do
-		perf report -i "$OUT/perf-$n.data" --stdio --sort comm \
-		    -g none 2>/dev/null | grep -v '^#' | grep -v '^$' \
-		    >"$OUT/perf-$n-comms.txt"
-		perf_report "$n" ingressd
+		perf_report "$n"
 	done
-	perf_report hello replica-hello
-	perf_report upload replica-sleep
-	perf_report download replica-sleep
 }
 
 # PID: dump (and reset) its callgrind counters; wait for the file.
@@ -217,6 +210,6 @@ both)		run_perf; run_callgrind ;;
 *)		die "PROFILER: perf, callgrind or both" ;;
 esac
 $PY profile-summary --dir "$OUT" --requests "$CG_N" \
-    --duration "$DURATION" --upload-bytes "$UPLOAD_BYTES" \
+    --duration "$DURATION" --upload-bytes "$UPLOAD_BYTES" --top "$PERF_TOP" \
     >"$OUT/summary.md"
 log "summary: $OUT/summary.md"

@@ -609,9 +609,12 @@ mkdir -p "$RAW" || die "cannot create $RAW"
 rm -f "$RAW"/*.txt "$RAW"/*.perf-* "$RAW/runs.tsv" "$RAW/failed.tsv" \
     "$RAW/skipped.tsv" "$RAW/ingressd.log" "$RAW/params" \
     "$RAW/loadavg.start" "$RAW/streams.jsonl" "$RAW/sink.log" \
-    "$RAW/counts.tsv" "$RAW"/count.*
+    "$RAW/counts.tsv" "$RAW"/count.* "$RAW/binaries.start"
 : >"$RAW/runs.tsv"
 cut -d' ' -f1-3 /proc/loadavg >"$RAW/loadavg.start"
+# Others rebuild build/ while we run: the report says if a binary changed.
+sha256sum "$BUILD/ingressd" "$BUILD/replica-hello" "$BUILD/replica-sleep" \
+    >"$RAW/binaries.start" 2>/dev/null
 
 # wrk -c1000 and the proxies' 2 sockets per connection need descriptors.
 ulimit -n 65536 2>/dev/null || ulimit -n "$(ulimit -Hn)" 2>/dev/null
@@ -668,6 +671,7 @@ elif ! alive "$SINK_PID"; then
 fi
 
 cat >"$RAW/params" <<EOF
+BUILD=$BUILD
 ROUNDS=$ROUNDS
 DURATION=$DURATION
 CONNS=$CONNS

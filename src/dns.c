@@ -299,6 +299,15 @@ dns_resolver(struct dns *d, const struct conf *conf, char *err,
 		snprintf(err, errlen, "cannot set up the DNS resolver");
 		return -1;
 	}
+	/* Name servers of our own: fail a lookup in about 4 s, not the 15
+	 * of evdns's defaults; the name keeps its addresses meanwhile and
+	 * the backoff retries.  (resolv.conf's options apply otherwise.) */
+	if (conf->nnameservers > 0 &&
+	    (evdns_base_set_option(d->edns, "timeout:", "2") != 0 ||
+	    evdns_base_set_option(d->edns, "attempts:", "2") != 0)) {
+		snprintf(err, errlen, "cannot set up the DNS resolver");
+		return -1;
+	}
 	for (i = 0; i < conf->nnameservers; i++) {
 		if (evdns_base_nameserver_ip_add(d->edns,
 		    conf->nameservers[i]) != 0) {

@@ -69,7 +69,7 @@ struct registry {
 	unsigned	 ndeps;
 	struct reg_index cidx;		/* deps by name */
 	struct reg_deployment **regd;	/* registered, ever (some inactive) */
-	unsigned	 nregd;
+	unsigned	 nregd, capregd;
 	struct reg_index ridx;		/* regd by name */
 	struct reg_deployment **gone;	/* removed by a reload */
 	unsigned	 ngone;
@@ -742,10 +742,15 @@ registry_regd_room(struct registry *r, struct reg_deployment ***nb,
     unsigned *nbn)
 {
 	struct reg_deployment **nr;
+	unsigned cap;
 
-	if ((nr = realloc(r->regd, (r->nregd + 1) * sizeof(*nr))) == NULL)
-		return -1;
-	r->regd = nr;
+	if (r->nregd == r->capregd) {
+		cap = r->capregd ? r->capregd * 2 : 64;
+		if ((nr = realloc(r->regd, cap * sizeof(*nr))) == NULL)
+			return -1;
+		r->regd = nr;
+		r->capregd = cap;
+	}
 	*nb = NULL;
 	if (r->ridx.nb < 2 * (r->nregd + 1) &&
 	    (*nb = registry_index_alloc(r->nregd + 1, nbn)) == NULL)

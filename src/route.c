@@ -145,8 +145,9 @@ route_pick_path(const struct conf_route *rt, const struct http1_request *r,
 
 	if (r->path_len < rt->prefix_len)
 		return (-1);
-	if (p < end && *p == '/')
-		p++;		/* prefix "/models" before "/models/foo" */
+	/* Prefix "/models" before "/models/foo"; "/models/" is at "foo". */
+	if (rt->prefix[rt->prefix_len - 1] != '/' && p < end && *p == '/')
+		p++;
 	pk->name = p;
 	while (p < end && *p != '/')
 		p++;

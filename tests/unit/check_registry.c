@@ -252,6 +252,273 @@ START_TEST(test_status_json)
 }
 END_TEST
 
+/* What the notify hook heard: "kind:name" lines. */
+static char	heard[4096];
+
+static void
+hear(void *arg, const struct reg_change *ch, unsigned n)
+{
+	unsigned	i;
+	size_t		len;
+
+	for (i = 0; i < n; i++) {
+		len = strlen(heard);
+		snprintf(heard + len, sizeof heard - len, "%d:%s\n",
+		    (int)ch[i].kind, ch[i].name);
+	}
+	(*(int *)arg)++;
+}
+
+/* A lookup's endpoint addresses, joined with spaces ("" if none). */
+static const char *
+addrs_of(struct registry *r, const char *name)
+{
+	static char		 buf[1024];
+	struct reg_lookup	 lk;
+	unsigned		 i;
+	size_t			 len;
+
+	buf[0] = '\0';
+	if (registry_lookup(r, name, &lk) == -1)
+		return ("(unknown)");
+	for (i = 0; i < lk.neps; i++) {
+		len = strlen(buf);
+		snprintf(buf + len, sizeof buf - len, "%s%s", i ? " " : "",
+		    lk.eps[i]->addr.text);
+	}
+	free(lk.eps);
+	return (buf);
+}
+
+START_TEST(test_register)
+{
+	struct conf		*c1, *c2;
+	struct registry		*r;
+	struct reg_change	*ch;
+	struct reg_lookup	 lk;
+	struct reg_endpoint	*ep;
+	unsigned		 n, v;
+	char			 err[512];
+	int			 calls = 0;
+	json_t			*doc, *m;
+
+	c1 = load("\"api\": {\"endpoints\": [\"127.0.0.1:9001\"]}");
+	r = registry_new(c1, 2, tmpdir, err, sizeof err);
+	ck_assert_msg(r != NULL, "%s", err);
+	registry_set_notify(r, hear, &calls);
+	heard[0] = '\0';
+
+	/* A name without a conf entry; the address api uses is shared. */
+	ck_assert_int_eq(registry_register(r, "m1", "a", "127.0.0.1:9001", 7,
+	    &v, err, sizeof err), REG_OK);
+	ck_assert_uint_eq(v, 1);
+	ck_assert_int_eq(registry_lookup(r, "m1", &lk), 0);
+	ck_assert_uint_eq(lk.neps, 1);
+	ck_assert_ptr_eq(lk.eps[0], reg_deployment_endpoint(find(r, "api"),
+	    0));
+	ck_assert_uint_eq(lk.eps[0]->max_ongoing, 7);
+	ck_assert_uint_eq(lk.queue_max, 1024);
+	ck_assert_double_eq(lk.queue_timeout, 0);	/* the conf's */
+	ep = lk.eps[0];
+	free(lk.eps);
+	/* Registered names are not conf deployments. */
+	ck_assert_uint_eq(registry_ndeployments(r), 1);
+	ck_assert_ptr_null(find(r, "m1"));
+
+	/* The same again changes nothing and pushes nothing. */
+	ck_assert_int_eq(registry_register(r, "m1", "a", "127.0.0.1:9001", 7,
+	    &v, err, sizeof err), REG_UNCHANGED);
+	ck_assert_uint_eq(v, 1);
+	ck_assert_int_eq(registry_register(r, "m1", "b",
+	    "unix:/tmp/m1-b.sock", 100, &v, err, sizeof err), REG_OK);
+	ck_assert_uint_eq(v, 2);
+	ck_assert_str_eq(addrs_of(r, "m1"),
+	    "127.0.0.1:9001 unix:/tmp/m1-b.sock");
+	/* A replica that moves keeps its place. */
+	ck_assert_int_eq(registry_register(r, "m1", "a", "127.0.0.1:9005", 7,
+	    &v, err, sizeof err), REG_OK);
+	ck_assert_str_eq(addrs_of(r, "m1"),
+	    "127.0.0.1:9005 unix:/tmp/m1-b.sock");
+	ck_assert_int_eq(calls, 3);
+	ck_assert_str_eq(heard, "0:m1\n1:m1\n1:m1\n");
+
+	/* Refused: bad input, a name the conf owns, unknown replicas. */
+	ck_assert_int_eq(registry_register(r, "a b", "a", "127.0.0.1:1", 1,
+	    &v, err, sizeof err), REG_EINVAL);
+	ck_assert_str_eq(err, "bad deployment name (1..255 characters of "
+	    "A-Z a-z 0-9 . _ -)");
+	ck_assert_int_eq(registry_register(r, "m1", "a/b", "127.0.0.1:1", 1,
+	    &v, err, sizeof err), REG_EINVAL);
+	ck_assert_str_eq(err, "bad replica id (1..63 characters of A-Z a-z "
+	    "0-9 . _ -)");
+	ck_assert_int_eq(registry_register(r, "m1", "c", "replica.example:1",
+	    1, &v, err, sizeof err), REG_EINVAL);
+	ck_assert_int_eq(registry_register(r, "m1", "c", "127.0.0.1:99999",
+	    1, &v, err, sizeof err), REG_EINVAL);
+	ck_assert_str_eq(err, "bad address \"127.0.0.1:99999\": port out of "
+	    "range");
+	ck_assert_int_eq(registry_register(r, "api", "c", "127.0.0.1:1", 1,
+	    &v, err, sizeof err), REG_ECONFLICT);
+	ck_assert_int_eq(registry_unregister(r, "api", "c", &v, err,
+	    sizeof err), REG_ECONFLICT);
+	ck_assert_int_eq(registry_unregister(r, "m1", "zz", &v, err,
+	    sizeof err), REG_ENOENT);
+	ck_assert_int_eq(registry_unregister(r, "nope", "a", &v, err,
+	    sizeof err), REG_ENOENT);
+	ck_assert_int_eq(calls, 3);
+
+	/* The last replica goes: so does the name, until it comes back. */
+	heard[0] = '\0';
+	ck_assert_int_eq(registry_unregister(r, "m1", "a", &v, err,
+	    sizeof err), REG_OK);
+	ck_assert_str_eq(addrs_of(r, "m1"), "unix:/tmp/m1-b.sock");
+	ck_assert_int_eq(registry_unregister(r, "m1", "b", &v, err,
+	    sizeof err), REG_OK);
+	ck_assert_uint_eq(v, 5);
+	ck_assert_str_eq(addrs_of(r, "m1"), "(unknown)");
+	doc = registry_status_json(r);
+	ck_assert_ptr_null(json_object_get(doc, "m1"));
+	json_decref(doc);
+	ck_assert_ptr_null(registry_name_json(r, "m1"));
+	ck_assert_int_eq(registry_register(r, "m1", "a", "127.0.0.1:9001", 3,
+	    &v, err, sizeof err), REG_OK);
+	ck_assert_uint_eq(v, 6);	/* versions never go back */
+	ck_assert_uint_eq(ep->max_ongoing, 3);
+	ck_assert_str_eq(heard, "1:m1\n2:m1\n0:m1\n");
+	m = registry_name_json(r, "m1");
+	ck_assert_ptr_nonnull(m);
+	ck_assert_str_eq(json_string_value(json_object_get(m, "source")),
+	    "register");
+	ck_assert_str_eq(json_string_value(json_object_get(json_array_get(
+	    json_object_get(m, "replicas"), 0), "id")), "a");
+	json_decref(m);
+
+	/* The conf takes a registered name over: its replicas go. */
+	c2 = load("\"api\": {\"endpoints\": [\"127.0.0.1:9001\"]}, "
+	    "\"m1\": {\"endpoints\": [\"127.0.0.1:9009\"]}");
+	ck_assert_int_eq(registry_reload(r, c2, &ch, &n, err, sizeof err), 0);
+	ck_assert_int_eq(change_of(ch, n, "m1"), REG_ADDED);
+	registry_changes_free(ch, n);
+	ck_assert_str_eq(addrs_of(r, "m1"), "127.0.0.1:9009");
+	ck_assert_int_eq(registry_register(r, "m1", "a", "127.0.0.1:9001", 3,
+	    &v, err, sizeof err), REG_ECONFLICT);
+	/* ... and a reload never removes a registered name. */
+	ck_assert_int_eq(registry_register(r, "m2", "a", "127.0.0.1:9001", 3,
+	    &v, err, sizeof err), REG_OK);
+	ck_assert_int_eq(registry_reload(r, c1, &ch, &n, err, sizeof err), 0);
+	ck_assert_int_eq(change_of(ch, n, "m1"), REG_REMOVED);
+	ck_assert_int_eq(change_of(ch, n, "m2"), -1);
+	registry_changes_free(ch, n);
+	ck_assert_str_eq(addrs_of(r, "m2"), "127.0.0.1:9001");
+	ck_assert_str_eq(addrs_of(r, "m1"), "(unknown)");
+
+	registry_free(r);
+	conf_free(c1);
+	conf_free(c2);
+}
+END_TEST
+
+/* Ten thousand names: every one found, each with its own version. */
+START_TEST(test_many_names)
+{
+	struct conf		*c1;
+	struct registry		*r;
+	struct reg_lookup	 lk;
+	unsigned		 i, v;
+	char			 err[512], name[32];
+	json_t			*doc;
+
+	c1 = load("");
+	r = registry_new(c1, 1, tmpdir, err, sizeof err);
+	ck_assert_msg(r != NULL, "%s", err);
+	for (i = 0; i < 10000; i++) {
+		snprintf(name, sizeof name, "model-%u", i);
+		ck_assert_int_eq(registry_register(r, name, "r0",
+		    "127.0.0.1:9001", 10, &v, err, sizeof err), REG_OK);
+		if (i % 2 == 0)
+			ck_assert_int_eq(registry_register(r, name, "r1",
+			    "127.0.0.1:9002", 10, &v, err, sizeof err), REG_OK);
+	}
+	for (i = 0; i < 10000; i++) {
+		snprintf(name, sizeof name, "model-%u", i);
+		ck_assert_int_eq(registry_lookup(r, name, &lk), 0);
+		ck_assert_uint_eq(lk.neps, i % 2 == 0 ? 2 : 1);
+		ck_assert_uint_eq(lk.version, i % 2 == 0 ? 2 : 1);
+		free(lk.eps);
+	}
+	ck_assert_int_eq(registry_lookup(r, "model-10000", &lk), -1);
+	doc = registry_status_json(r);
+	ck_assert_uint_eq(json_object_size(doc), 10000);
+	json_decref(doc);
+	registry_free(r);
+	conf_free(c1);
+}
+END_TEST
+
+START_TEST(test_dns_addresses)
+{
+	struct conf		*c1, *c2;
+	struct registry		*r;
+	struct reg_change	*ch;
+	struct reg_lookup	 lk;
+	unsigned		 n;
+	char			 err[512];
+	char			*a1[] = { "127.0.0.2:80", "[::1]:80" };
+	char			*a2[] = { "[::1]:80", "127.0.0.2:80" };
+	char			*a3[] = { "127.0.0.3:80", "127.0.0.3:80" };
+	int			 calls = 0;
+
+	c1 = load("\"svc\": {\"dns\": \"svc.example:80\", "
+	    "\"max_ongoing_requests\": 9}, "
+	    "\"api\": {\"endpoints\": [\"127.0.0.1:9001\"]}");
+	r = registry_new(c1, 1, tmpdir, err, sizeof err);
+	ck_assert_msg(r != NULL, "%s", err);
+	registry_set_notify(r, hear, &calls);
+	heard[0] = '\0';
+	/* Known, without replicas until DNS answers. */
+	ck_assert_str_eq(addrs_of(r, "svc"), "");
+	ck_assert_int_eq(registry_set_addresses(r, "svc", a1, 2, err,
+	    sizeof err), REG_OK);
+	ck_assert_str_eq(addrs_of(r, "svc"), "127.0.0.2:80 [::1]:80");
+	ck_assert_int_eq(registry_lookup(r, "svc", &lk), 0);
+	ck_assert_uint_eq(lk.eps[1]->max_ongoing, 9);
+	ck_assert_str_eq(lk.eps[1]->id, "[::1]:80");
+	ck_assert_uint_eq(lk.version, 2);
+	free(lk.eps);
+	/* The same set in another order is no change. */
+	ck_assert_int_eq(registry_set_addresses(r, "svc", a2, 2, err,
+	    sizeof err), REG_UNCHANGED);
+	ck_assert_int_eq(registry_set_addresses(r, "svc", a3, 2, err,
+	    sizeof err), REG_OK);
+	ck_assert_str_eq(addrs_of(r, "svc"), "127.0.0.3:80");
+	ck_assert_int_eq(registry_set_addresses(r, "svc", NULL, 0, err,
+	    sizeof err), REG_OK);
+	ck_assert_str_eq(addrs_of(r, "svc"), "");
+	ck_assert_int_eq(registry_set_addresses(r, "api", a1, 2, err,
+	    sizeof err), REG_ENOENT);
+	ck_assert_str_eq(heard, "1:svc\n1:svc\n1:svc\n");
+
+	/* A reload that keeps "dns" keeps the addresses; a new one drops
+	 * them until DNS answers for it. */
+	ck_assert_int_eq(registry_set_addresses(r, "svc", a1, 2, err,
+	    sizeof err), REG_OK);
+	ck_assert_int_eq(registry_reload(r, c1, &ch, &n, err, sizeof err), 0);
+	ck_assert_uint_eq(n, 0);
+	registry_changes_free(ch, n);
+	ck_assert_str_eq(addrs_of(r, "svc"), "127.0.0.2:80 [::1]:80");
+	c2 = load("\"svc\": {\"dns\": \"other.example:80\"}, "
+	    "\"api\": {\"endpoints\": [\"127.0.0.1:9001\"]}");
+	ck_assert_int_eq(registry_reload(r, c2, &ch, &n, err, sizeof err), 0);
+	ck_assert_int_eq(change_of(ch, n, "svc"), REG_CHANGED);
+	registry_changes_free(ch, n);
+	ck_assert_str_eq(addrs_of(r, "svc"), "");
+
+	registry_free(r);
+	conf_free(c1);
+	conf_free(c2);
+}
+END_TEST
+
 static Suite *
 registry_suite(void)
 {
@@ -263,6 +530,9 @@ registry_suite(void)
 	tcase_add_test(tc, test_spawn_generations);
 	tcase_add_test(tc, test_failed_reload_changes_nothing);
 	tcase_add_test(tc, test_status_json);
+	tcase_add_test(tc, test_register);
+	tcase_add_test(tc, test_many_names);
+	tcase_add_test(tc, test_dns_addresses);
 	suite_add_tcase(s, tc);
 	return (s);
 }

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "conf.h"
+#include "http1.h"
 #include "route.h"
 
 struct spec {
@@ -238,6 +239,123 @@ START_TEST(test_many)
 }
 END_TEST
 
+/*
+ * route_pick on a request for target (with one header, if hname): the
+ * name and the forwarded target as "NAME TARGET", "NAME" for header
+ * routes (the target is the request's), or "-" when it names none.
+ */
+static const char *
+named(const struct conf_route *r, const char *target, const char *hname,
+    const char *hvalue)
+{
+	static char		 out[512];
+	struct http1_request	 req;
+	struct http1_field	 f;
+	struct route_pick	 pk;
+	const char		*q;
+
+	memset(&req, 0, sizeof req);
+	req.target = target;
+	req.target_len = strlen(target);
+	q = strchr(target, '?');
+	req.path_len = q != NULL ? (size_t)(q - target) : req.target_len;
+	if (hname != NULL) {
+		f.name = hname;
+		f.name_len = strlen(hname);
+		f.value = hvalue;
+		f.value_len = strlen(hvalue);
+		req.fields = &f;
+		req.nfields = 1;
+	}
+	if (route_pick(r, &req, &pk) == -1)
+		return ("-");
+	if (pk.rest == NULL)
+		snprintf(out, sizeof out, "%.*s", (int)pk.name_len, pk.name);
+	else
+		snprintf(out, sizeof out, "%.*s %s%.*s", (int)pk.name_len,
+		    pk.name, pk.slash ? "/" : "", (int)pk.rest_len, pk.rest);
+	return (out);
+}
+
+START_TEST(test_pick_path)
+{
+	struct conf_route	r;
+	char			long_name[300], target[320], want[320];
+
+	memset(&r, 0, sizeof r);
+	r.prefix = "/models/";
+	r.prefix_len = 8;
+	r.from = CONF_FROM_PATH;
+	ck_assert_str_eq(named(&r, "/models/foo/v1/x?q", NULL, NULL),
+	    "foo /v1/x?q");
+	ck_assert_str_eq(named(&r, "/models/foo", NULL, NULL), "foo /");
+	ck_assert_str_eq(named(&r, "/models/foo/", NULL, NULL), "foo /");
+	ck_assert_str_eq(named(&r, "/models/foo?q=1&r", NULL, NULL),
+	    "foo /?q=1&r");
+	ck_assert_str_eq(named(&r, "/models/a.b_c-D9//x", NULL, NULL),
+	    "a.b_c-D9 //x");
+	/* No segment, or one that cannot be a name. */
+	ck_assert_str_eq(named(&r, "/models/", NULL, NULL), "-");
+	ck_assert_str_eq(named(&r, "/models/?q", NULL, NULL), "-");
+	ck_assert_str_eq(named(&r, "/models//x", NULL, NULL), "-");
+	ck_assert_str_eq(named(&r, "/models/f%6fo/x", NULL, NULL), "-");
+	ck_assert_str_eq(named(&r, "/models/f:o/x", NULL, NULL), "-");
+	/* The '?' ends the name even inside the query's own slashes. */
+	ck_assert_str_eq(named(&r, "/models/foo?a=/b", NULL, NULL),
+	    "foo /?a=/b");
+
+	/* A prefix without the trailing slash names the same segment. */
+	r.prefix = "/models";
+	r.prefix_len = 7;
+	ck_assert_str_eq(named(&r, "/models/foo/v1", NULL, NULL), "foo /v1");
+	ck_assert_str_eq(named(&r, "/models", NULL, NULL), "-");
+	ck_assert_str_eq(named(&r, "/models?x", NULL, NULL), "-");
+	r.prefix = "/";
+	r.prefix_len = 1;
+	ck_assert_str_eq(named(&r, "/bar/baz", NULL, NULL), "bar /baz");
+
+	/* 255 characters is the longest name. */
+	memset(long_name, 'n', sizeof long_name);
+	long_name[255] = '\0';
+	snprintf(target, sizeof target, "/%s/x", long_name);
+	snprintf(want, sizeof want, "%s /x", long_name);
+	ck_assert_str_eq(named(&r, target, NULL, NULL), want);
+	long_name[255] = 'n';
+	long_name[256] = '\0';
+	snprintf(target, sizeof target, "/%s/x", long_name);
+	ck_assert_str_eq(named(&r, target, NULL, NULL), "-");
+}
+END_TEST
+
+START_TEST(test_pick_header)
+{
+	struct conf_route	r;
+
+	memset(&r, 0, sizeof r);
+	r.prefix = "/v1";
+	r.prefix_len = 3;
+	r.from = CONF_FROM_HEADER;
+	r.from_header = "x-model";
+	r.from_header_len = 7;
+	ck_assert_str_eq(named(&r, "/v1/chat", "X-Model", "llama-3"),
+	    "llama-3");
+	ck_assert_str_eq(named(&r, "/v1/chat", "x-model", ""), "-");
+	ck_assert_str_eq(named(&r, "/v1/chat", "x-model", "a b"), "-");
+	ck_assert_str_eq(named(&r, "/v1/chat", "x-models", "m"), "-");
+	ck_assert_str_eq(named(&r, "/v1/chat", NULL, NULL), "-");
+
+	/* A route with a fixed deployment names it. */
+	memset(&r, 0, sizeof r);
+	r.prefix = "/";
+	r.prefix_len = 1;
+	r.deployment = "fixed";
+	ck_assert_str_eq(named(&r, "/x", NULL, NULL), "fixed");
+	ck_assert_int_eq(route_name_ok("ok.name-1_", 10), 1);
+	ck_assert_int_eq(route_name_ok("", 0), 0);
+	ck_assert_int_eq(route_name_ok("bad/", 4), 0);
+}
+END_TEST
+
 static Suite *
 route_suite(void)
 {
@@ -252,6 +370,8 @@ route_suite(void)
 	tcase_add_test(tc, test_ties);
 	tcase_add_test(tc, test_no_match);
 	tcase_add_test(tc, test_many);
+	tcase_add_test(tc, test_pick_path);
+	tcase_add_test(tc, test_pick_header);
 	suite_add_tcase(s, tc);
 	return (s);
 }
