@@ -4,8 +4,9 @@
 set -e
 PKGS="build-essential pkg-config libevent-dev libjansson-dev check libsubunit-dev
 node-llhttp libsystemd-dev python3 curl"
-# Tools the tests and benchmarks drive (load generators, a reference proxy).
-PKGS="$PKGS wrk apache2-utils nginx-light"
+# Tools the tests and benchmarks drive (load generators, a reference proxy,
+# a DNS server for the dns deployment tests: dnsmasq-base has no service).
+PKGS="$PKGS wrk apache2-utils nginx-light dnsmasq-base"
 [ -n "$INGRESSD_DEPS_EXTRA" ] && PKGS="$PKGS $INGRESSD_DEPS_EXTRA"
 
 missing=""

@@ -41,6 +41,8 @@
 /* Input is read up to this much ahead of the parser. */
 #define FRONT_READ_HIGH		(256 * 1024)
 #define FRONT_MAX_RID		128
+/* Bytes per second a body must average once it took timeouts.body. */
+#define FRONT_MIN_BODY_RATE	1024
 /* Output at or below this: credit the replica for what has gone. */
 #define FRONT_WRITE_LOW		(64 * 1024)
 
@@ -75,7 +77,7 @@ struct front {
 	char		 request_id[FRONT_MAX_RID + 1];
 	char		*target;	/* rewritten target (strip_prefix) */
 	size_t		 target_cap;
-	char		 name[ROUTE_NAME_MAX + 1]; /* deployment_from's name */
+	char		*name;		/* deployment_from's name, or NULL */
 	char		*admin_body;	/* an admin request's body */
 	size_t		 admin_len;
 	int		 admin_big;	/* ... over ADMIN_MAX_BODY */
@@ -86,6 +88,7 @@ struct front {
 
 static void	front_process(struct front *);
 static void	front_close(struct front *);
+static void	front_timeout_close(struct front *, const char *);
 
 /* Timers ----------------------------------------------------------------- */
 
@@ -488,6 +491,11 @@ front_named(struct front *f, const struct conf_route *rt,
 	char *t;
 	int named;
 
+	if (f->name == NULL && (f->name = malloc(ROUTE_NAME_MAX + 1)) == NULL) {
+		f->local_status = 503;
+		f->local_why = "out of memory";
+		return NULL;
+	}
 	if ((named = route_pick(rt, r, &pk) == 0)) {
 		memcpy(f->name, pk.name, pk.name_len);
 		f->name[pk.name_len] = '\0';
@@ -495,7 +503,7 @@ front_named(struct front *f, const struct conf_route *rt,
 		h = handle_get(f->w, f->name);
 	}
 	/* The 404's text, or "/" + the rest of the path, goes in f->target. */
-	need = h == NULL ? sizeof(f->name) + 64 : pk.rest_len + 2;
+	need = h == NULL ? ROUTE_NAME_MAX + 64 : pk.rest_len + 2;
 	if (need > f->target_cap) {
 		if ((t = realloc(f->target, need)) == NULL) {
 			f->local_status = 503;
@@ -682,6 +690,7 @@ front_free(struct front *f)
 	deadline_del(&f->timer);
 	event_free(f->resume);
 	free(f->target);
+	free(f->name);
 	free(f->admin_body);
 	worker_conn_close(f->w);
 	free(f);
@@ -752,6 +761,21 @@ front_parse_error(struct front *f)
 	front_close(f);
 }
 
+/*
+ * timeouts.body bounds the gap between two reads; a client dripping a
+ * byte per gap would still hold the connection and a replica stream for
+ * ever.  So once a body has taken longer than timeouts.body, it must have
+ * averaged FRONT_MIN_BODY_RATE, or it is cut off (408).
+ */
+static int
+front_body_too_slow(struct front *f)
+{
+	double elapsed = front_now(f) - f->log.t_start;
+
+	return elapsed > worker_conf(f->w)->timeouts.body &&
+	    (double)f->log.bytes_in < elapsed * FRONT_MIN_BODY_RATE;
+}
+
 static void
 front_process(struct front *f)
 {
@@ -783,8 +807,13 @@ front_process(struct front *f)
 			front_parse_error(f);
 			return;
 		}
-		if (f->req != NULL && !f->req_done && f->timer_kind == T_BODY)
+		if (f->req != NULL && !f->req_done && f->timer_kind == T_BODY) {
+			if (front_body_too_slow(f)) {
+				front_timeout_close(f, "request body too slow");
+				return;
+			}
 			front_arm(f, T_BODY);	/* the body made progress */
+		}
 	}
 }
 
@@ -830,6 +859,20 @@ front_event_cb(struct bufferevent *bev, short what, void *arg)
 	front_free(f);
 }
 
+/* A client too slow with its request: 408 (unless an answer started). */
+static void
+front_timeout_close(struct front *f, const char *why)
+{
+	if (!f->resp_started) {
+		size_t before = evbuffer_get_length(front_out(f));
+
+		resp_error(front_out(f), 1, 408, why, NULL, 0, 0);
+		front_count_out(f, before);
+		f->log.status = 408;
+	}
+	front_close(f);
+}
+
 static void
 front_timer_cb(evutil_socket_t fd, short ev, void *arg)
 {
@@ -841,13 +884,12 @@ front_timer_cb(evutil_socket_t fd, short ev, void *arg)
 		front_free(f);		/* the client stopped reading */
 		return;
 	}
-	if ((f->timer_kind == T_HEADER || f->timer_kind == T_BODY) &&
-	    !f->resp_started) {
-		resp_error(front_out(f), 1, 408, f->timer_kind == T_HEADER ?
-		    "request header not received in time" :
-		    "request body not received in time", NULL, 0, 0);
-	}
-	front_close(f);
+	if (f->timer_kind == T_HEADER)
+		front_timeout_close(f, "request header not received in time");
+	else if (f->timer_kind == T_BODY)
+		front_timeout_close(f, "request body not received in time");
+	else
+		front_close(f);
 }
 
 /*

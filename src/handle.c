@@ -2,10 +2,11 @@
  * handle.c -- deployment names resolved on first use, cached per worker
  * (see handle.h).
  *
- * Cost per handle: this struct with its name, an array of upstream
- * pointers, and one entry in each of those upstreams' watch lists.  Idle
- * handles do nothing at all; the worker's tick looks only at the old end
- * of the LRU list.
+ * Cost per handle: this struct with its name, and for each replica an
+ * upstream pointer and the node linking the handle into that upstream's
+ * watch list (O(1) in and out, however many names share the replica).
+ * Idle handles do nothing at all; the worker's tick looks only at the old
+ * end of the LRU list.
  *
  * Lifetime: the table (or, once detached, the worker's orphan list) owns
  * a handle; streams hold it (refs) from submit to free, because a queued
@@ -26,10 +27,17 @@
 #include "upstream.h"
 #include "worker.h"
 
+/* One replica of the handle: its connection and the handle's watch on it
+ * (linked while the handle uses it; never moved meanwhile). */
+struct handle_up {
+	struct upstream	*up;
+	struct upstream_watch watch;
+};
+
 struct handle {
 	struct worker	*w;
 	struct reg_deployment *dep;
-	struct upstream	**ups;
+	struct handle_up *ups;
 	unsigned	 nups;
 	enum reg_hstate	 state;
 	unsigned	 refs;		/* streams pointing here */
@@ -74,6 +82,15 @@ handle_clock(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
+static double
+handle_clock_fine(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
 struct handle_table *
 handle_table_new(void)
 {
@@ -92,21 +109,20 @@ handle_table_new(void)
 /* Drop the watches; an upstream no handle watches any more is released
  * (unless the worker is going away and frees them all anyway). */
 static void
-handle_unwatch_all(struct handle *h, struct upstream **ups, unsigned n,
-    int release)
+handle_unwatch_all(struct handle_up *ups, unsigned n, int release)
 {
 	unsigned i;
 
 	for (i = 0; i < n; i++)
-		upstream_unwatch(ups[i], h);
+		upstream_unwatch(ups[i].up, &ups[i].watch);
 	for (i = 0; release && i < n; i++)
-		upstream_release(ups[i]);
+		upstream_release(ups[i].up);
 }
 
 static void
 handle_free(struct handle *h, int release)
 {
-	handle_unwatch_all(h, h->ups, h->nups, release);
+	handle_unwatch_all(h->ups, h->nups, release);
 	free(h->ups);
 	free(h);
 }
@@ -209,7 +225,7 @@ handle_update_state(struct handle *h)
 	int ready = 0;
 
 	for (i = 0; i < h->nups; i++)
-		ready |= upstream_is_ready(h->ups[i]);
+		ready |= upstream_is_ready(h->ups[i].up);
 	handle_set_state(h, ready ? REG_H_READY :
 	    h->nups == 0 ? REG_H_FAILED : REG_H_WARMING);
 }
@@ -229,22 +245,42 @@ handle_settings(struct handle *h, const struct reg_lookup *lk)
 	h->pinned = lk->prewarm != 0;
 }
 
-/* This worker's connections to the endpoints, each watched by h. */
-static struct upstream **
+/* This worker's connections to the endpoints, each watched by h once
+ * (an address listed twice is one replica). */
+static struct handle_up *
 handle_connect(struct handle *h, const struct reg_lookup *lk, unsigned *n)
 {
-	struct upstream **ups;
-	unsigned i;
+	struct handle_up *ups;
+	struct upstream *up;
+	unsigned i, j;
 
 	*n = 0;
 	if ((ups = calloc(lk->neps ? lk->neps : 1, sizeof(*ups))) == NULL)
 		return NULL;
 	for (i = 0; i < lk->neps; i++) {
-		if ((ups[*n] = upstream_get(h->w, lk->eps[i])) == NULL)
+		if ((up = upstream_get(h->w, lk->eps[i])) == NULL)
 			continue;
-		upstream_watch(ups[(*n)++], h);
+		for (j = 0; j < *n && ups[j].up != up; j++)
+			continue;
+		if (j < *n)
+			continue;
+		ups[*n].up = up;
+		ups[*n].watch.h = h;
+		upstream_watch(up, &ups[*n].watch);
+		(*n)++;
 	}
 	return ups;
+}
+
+/* Requests are queued (or no longer): hear when a full replica frees a
+ * slot (or stop hearing it). */
+static void
+handle_set_waiting(struct handle *h, int waiting)
+{
+	unsigned i;
+
+	for (i = 0; i < h->nups; i++)
+		upstream_wait(h->ups[i].up, &h->ups[i].watch, waiting);
 }
 
 /* RESOLVING -> WARMING: ask the registry, then connect to each replica. */
@@ -347,13 +383,13 @@ handle_try_attach(struct handle *h, struct stream *s)
 	int k;
 
 	for (i = 0; i < n; i++) {
-		cand[i].ready = upstream_is_ready(h->ups[i]);
-		cand[i].load = upstream_in_flight(h->ups[i]);
-		cand[i].cap = upstream_capacity(h->ups[i]);
+		cand[i].ready = upstream_is_ready(h->ups[i].up);
+		cand[i].load = upstream_in_flight(h->ups[i].up);
+		cand[i].cap = upstream_capacity(h->ups[i].up);
 	}
 	if ((k = balance_pick(cand, n, worker_rng(h->w))) == -1)
 		return -1;
-	return upstream_attach(h->ups[k], s);
+	return upstream_attach(h->ups[k].up, s);
 }
 
 void
@@ -371,7 +407,8 @@ handle_submit(struct handle *h, struct stream *s)
 	else
 		h->qhead = s;
 	h->qtail = s;
-	h->qlen++;
+	if (h->qlen++ == 0)
+		handle_set_waiting(h, 1);
 	handle_publish_queue(h);
 	stream_queued(s, h, h->queue_timeout < h->request_timeout ?
 	    h->queue_timeout : h->request_timeout);
@@ -391,7 +428,8 @@ handle_dequeue(struct handle *h, struct stream *s)
 			h->qhead = stream_queue_next(q);
 		if (h->qtail == q)
 			h->qtail = p;
-		h->qlen--;
+		if (--h->qlen == 0)
+			handle_set_waiting(h, 0);
 		handle_publish_queue(h);
 		stream_unqueued(s);
 		return;
@@ -404,19 +442,25 @@ handle_dequeue(struct handle *h, struct stream *s)
 static void
 handle_dispatch(struct handle *h)
 {
-	struct stream *s;
+	struct stream *s, *next;
 	unsigned before = h->qlen;
 
 	while ((s = h->qhead) != NULL) {
+		/* Read the link first: an attach may fail the stream, and
+		 * a failed stream is freed by its owner at once. */
+		next = stream_queue_next(s);
 		if (handle_try_attach(h, s) == -1)
 			break;
-		h->qhead = stream_queue_next(s);
+		h->qhead = next;
 		if (h->qhead == NULL)
 			h->qtail = NULL;
 		h->qlen--;
 	}
-	if (h->qlen != before)
-		handle_publish_queue(h);
+	if (h->qlen == before)
+		return;
+	if (h->qlen == 0)
+		handle_set_waiting(h, 0);
+	handle_publish_queue(h);
 }
 
 void
@@ -441,7 +485,7 @@ int
 handle_refresh(struct worker *w, const char *name)
 {
 	struct reg_lookup lk;
-	struct upstream **ups, **old;
+	struct handle_up *ups, *old;
 	struct handle *h;
 	unsigned n, nold;
 
@@ -458,7 +502,9 @@ handle_refresh(struct worker *w, const char *name)
 	nold = h->nups;
 	h->ups = ups;
 	h->nups = n;
-	handle_unwatch_all(h, old, nold, 1);
+	if (h->qlen > 0)
+		handle_set_waiting(h, 1);
+	handle_unwatch_all(old, nold, 1);
 	free(old);
 	if (lk.dep != h->dep) {
 		/* The name moved (the conf took it over from registration):
@@ -530,8 +576,6 @@ handle_release(struct handle *h)
 static void
 handle_evict(struct handle_table *t, struct handle *h)
 {
-	log_debug("worker %u: %s idle: handle freed", worker_id(h->w),
-	    h->name);
 	handle_unlink(t, h);
 	registry_publish_hstate(h->dep, worker_id(h->w), REG_H_IDLE);
 	registry_count_eviction(h->dep);
@@ -549,12 +593,13 @@ handle_table_expire(struct worker *w, double ttl)
 {
 	struct handle_table *t = worker_handles(w);
 	struct handle *h;
-	double now;
+	double now, t0;
 	unsigned n = 0;
 
 	if (ttl <= 0)
 		return 0;
 	now = handle_clock();
+	t0 = handle_clock_fine();
 	while ((h = t->ltail) != NULL && now - h->used >= ttl) {
 		if (h->refs > 0 || h->pinned) {
 			handle_touch(t, h, now);
@@ -563,6 +608,9 @@ handle_table_expire(struct worker *w, double ttl)
 		handle_evict(t, h);
 		n++;
 	}
+	if (n > 0)
+		log_debug("worker %u: %u idle handle(s) freed in %.2f ms",
+		    worker_id(w), n, (handle_clock_fine() - t0) * 1e3);
 	return n;
 }
 

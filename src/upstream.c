@@ -54,8 +54,9 @@ struct upstream {
 	unsigned	 in_flight;
 	unsigned	 cap;		/* min(conf, HELLO) */
 
-	struct handle	**watchers;
-	unsigned	 nwatch, capwatch;
+	struct upstream_watch *watchers;	/* handles using it */
+	struct upstream_watch *waiters;		/* ... with requests queued */
+	unsigned	 nwatch;			/* on both lists */
 	struct evbuffer	*scratch;	/* DATA payloads on their way out */
 	uint64_t	 out_added;	/* bytes ever queued on this connection */
 	uint64_t	 written_at_close; /* of those, in the socket at a linger */
@@ -93,19 +94,37 @@ upstream_state_rank(int st)
 	return rank[st];
 }
 
+/* The handles on one list hear of a change; the one told may leave the
+ * waiters' list for the watchers' meanwhile. */
+static void
+upstream_tell_list(struct upstream *up, struct upstream_watch *w)
+{
+	struct upstream_watch *next;
+
+	for (; w != NULL; w = next) {
+		next = w->next;
+		handle_upstream_event(w->h, up);
+	}
+}
+
+/* A state change: every handle using up hears of it. */
+static void
+upstream_tell(struct upstream *up)
+{
+	upstream_tell_list(up, up->watchers);
+	upstream_tell_list(up, up->waiters);
+}
+
 static void
 upstream_set_state(struct upstream *up, enum upstream_state st)
 {
-	unsigned i;
-
 	if (up->state == st)
 		return;
 	log_debug("worker %u: replica %s: %s -> %s", worker_id(up->w),
 	    up->ep->id, state_names[up->state], state_names[st]);
 	up->state = st;
 	atomic_store_explicit(&up->st->state, st, memory_order_relaxed);
-	for (i = 0; i < up->nwatch; i++)
-		handle_upstream_event(up->watchers[i], up);
+	upstream_tell(up);
 }
 
 static void
@@ -214,39 +233,60 @@ upstream_pool_free(struct worker *w)
 		event_free(up->timer);
 		evbuffer_free(up->scratch);
 		free(up->slots);
-		free(up->watchers);
 		free(up);
 	}
 	*pool = NULL;
 }
 
-void
-upstream_watch(struct upstream *up, struct handle *h)
+static void
+upstream_link(struct upstream *up, struct upstream_watch *w)
 {
-	struct handle **nw;
-	unsigned n;
+	struct upstream_watch **head = w->waiting ? &up->waiters :
+	    &up->watchers;
 
-	if (up->nwatch == up->capwatch) {
-		n = up->capwatch ? up->capwatch * 2 : 4;
-		if ((nw = realloc(up->watchers, n * sizeof(*nw))) == NULL)
-			return;
-		up->watchers = nw;
-		up->capwatch = n;
-	}
-	up->watchers[up->nwatch++] = h;
+	w->prev = NULL;
+	w->next = *head;
+	if (*head != NULL)
+		(*head)->prev = w;
+	*head = w;
+}
+
+static void
+upstream_unlink(struct upstream *up, struct upstream_watch *w)
+{
+	if (w->prev != NULL)
+		w->prev->next = w->next;
+	else if (w->waiting)
+		up->waiters = w->next;
+	else
+		up->watchers = w->next;
+	if (w->next != NULL)
+		w->next->prev = w->prev;
+	w->prev = w->next = NULL;
 }
 
 void
-upstream_unwatch(struct upstream *up, struct handle *h)
+upstream_watch(struct upstream *up, struct upstream_watch *w)
 {
-	unsigned i;
+	upstream_link(up, w);
+	up->nwatch++;
+}
 
-	for (i = 0; i < up->nwatch; i++) {
-		if (up->watchers[i] == h) {
-			up->watchers[i] = up->watchers[--up->nwatch];
-			return;
-		}
-	}
+void
+upstream_unwatch(struct upstream *up, struct upstream_watch *w)
+{
+	upstream_unlink(up, w);
+	up->nwatch--;
+}
+
+void
+upstream_wait(struct upstream *up, struct upstream_watch *w, int waiting)
+{
+	if (w->waiting == waiting)
+		return;
+	upstream_unlink(up, w);
+	w->waiting = waiting;
+	upstream_link(up, w);
 }
 
 int
@@ -363,7 +403,7 @@ static void
 upstream_fail(struct upstream *up, const char *why)
 {
 	uint64_t written = 0;
-	unsigned i, jitter;
+	unsigned jitter;
 
 	if (up->goaway && up->in_flight == 0)
 		log_info("replica %s (%s): %s (after GOAWAY)", up->ep->id,
@@ -392,8 +432,7 @@ upstream_fail(struct upstream *up, const char *why)
 		up->backoff_ms = BACKOFF_MAX_MS;
 	jitter = up->backoff_ms / 4 ? (unsigned)random() % (up->backoff_ms / 4) : 0;
 	upstream_arm(up, (up->backoff_ms + jitter) / 1000.0);
-	for (i = 0; i < up->nwatch; i++)
-		handle_upstream_event(up->watchers[i], up);
+	upstream_tell(up);
 }
 
 static void
@@ -515,8 +554,12 @@ upstream_attach(struct upstream *up, struct stream *s)
 	out = bufferevent_get_output(up->bev);
 	before = evbuffer_get_length(out);
 	stream_set_sent_at(s, up->out_added);
-	if (stream_encode(s, id, out) == -1)
-		return -1;
+	if (stream_encode(s, id, out) == -1) {
+		/* Nothing was queued.  A head that cannot be encoded will not
+		 * fit any replica: the request is answered, not retried. */
+		stream_on_fail(s, 431, "request head too large to forward");
+		return 0;
+	}
 	up->out_added += evbuffer_get_length(out) - before;
 	up->slots[id & (up->nslots - 1)] = s;
 	up->in_flight++;
@@ -537,7 +580,6 @@ upstream_attach(struct upstream *up, struct stream *s)
 static void
 upstream_detach(struct upstream *up, uint32_t id)
 {
-	unsigned i;
 	int was_full = up->in_flight >= up->cap;
 
 	up->slots[id & (up->nslots - 1)] = NULL;
@@ -548,10 +590,8 @@ upstream_detach(struct upstream *up, uint32_t id)
 		event_active(up->timer, EV_TIMEOUT, 0);
 		return;
 	}
-	if (was_full) {
-		for (i = 0; i < up->nwatch; i++)
-			handle_upstream_event(up->watchers[i], up);
-	}
+	if (was_full)
+		upstream_tell_list(up, up->waiters);
 }
 
 void
@@ -791,11 +831,8 @@ upstream_on_conn_error(struct upstream *up, const struct wire_frame *f)
 static void
 upstream_on_goaway(struct upstream *up)
 {
-	unsigned i;
-
 	up->goaway = 1;
-	for (i = 0; i < up->nwatch; i++)
-		handle_upstream_event(up->watchers[i], up);
+	upstream_tell(up);
 }
 
 /* A frame that is not DATA: pulled up whole, decoded, dispatched. */
@@ -956,9 +993,6 @@ upstream_park(struct upstream *up)
 	upstream_close(up);
 	evtimer_del(up->timer);
 	up->backoff_ms = 0;
-	free(up->watchers);
-	up->watchers = NULL;
-	up->capwatch = 0;
 	log_debug("worker %u: replica %s: released", worker_id(up->w),
 	    up->ep->id);
 	upstream_set_state(up, UPSTREAM_IDLE);

@@ -24,6 +24,19 @@ struct stream;
 struct worker;
 struct upstream;
 
+/*
+ * A handle's watch on an upstream: a list node the handle owns and must
+ * not move while linked.  Lists, not an array of handles, so watching and
+ * unwatching are O(1) however many names share the replica.  Handles with
+ * requests queued are on a second list, the only one told that a full
+ * connection freed a slot: a completed request costs nothing per idle name.
+ */
+struct upstream_watch {
+	struct handle	*h;
+	struct upstream_watch *prev, *next;
+	int		 waiting;	/* on the waiters' list */
+};
+
 enum upstream_state {
 	UPSTREAM_IDLE = 0,
 	UPSTREAM_CONNECTING,
@@ -38,8 +51,12 @@ int		 upstream_state_rank(int);	/* for "best of" summaries */
 /* Find this worker's connection to ep, creating (and connecting) it. */
 struct upstream	*upstream_get(struct worker *, struct reg_endpoint *);
 void		 upstream_pool_free(struct worker *);
-void		 upstream_watch(struct upstream *, struct handle *);
-void		 upstream_unwatch(struct upstream *, struct handle *);
+/* w->h set by the caller; at most one watch per handle and upstream. */
+void		 upstream_watch(struct upstream *, struct upstream_watch *);
+void		 upstream_unwatch(struct upstream *, struct upstream_watch *);
+/* The handle has requests queued (waiting 1) or no longer (0). */
+void		 upstream_wait(struct upstream *, struct upstream_watch *,
+		    int waiting);
 /* If no handle watches it any more: GOAWAY, close once its streams are
  * done, and stop reconnecting; upstream_get() revives it. */
 void		 upstream_release(struct upstream *);

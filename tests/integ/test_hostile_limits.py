@@ -121,14 +121,8 @@ class HostileLimits(unittest.TestCase):
 				self.assertTrue(c.wait_closed(2.0))
 			self.assertEqual(forwarded(d, "echo"), before)
 
-	# Needs a check that the REQUEST frame fits in WIRE_MAX_PAYLOAD
-	# (1 MiB) before the stream is queued: in src/front.c (431 when
-	# wire_request_size() of the head is too big) and/or a cap on
-	# limits.max_header_bytes in src/conf.c (at most 1 MiB less the
-	# target and overhead).  Today stream_encode() fails in
-	# upstream_attach(), the stream stays queued and the client gets
-	# 503 after timeouts.queue.
-	@unittest.expectedFailure
+	# A head that fits the conf's limits but not one REQUEST frame
+	# (WIRE_MAX_PAYLOAD, 1 MiB) is answered 431 at once, not queued.
 	@timeout(30)
 	def test_head_too_big_for_one_frame_431(self):
 		with Daemon({"limits": {"max_header_bytes": 4 * 1024 * 1024,

@@ -134,12 +134,9 @@ class HostileSlow(unittest.TestCase):
 			self.assertEqual(st["requests"], 1, st)
 			self.assertEqual(st["cancels"], 1, st)
 
-	# Needs src/front.c: a minimum body rate (or a whole-body deadline,
-	# e.g. a conf key timeouts.body_total / limits.min_body_rate);
-	# timeouts.body is only the gap between two reads, so a client
-	# sending one byte per gap holds the connection and the replica's
-	# stream for as long as it likes.
-	@unittest.expectedFailure
+	# timeouts.body is the gap between two reads; a body that has taken
+	# longer than that must also have averaged 1 KiB/s, so a client
+	# dripping one byte per gap is cut off (408).
 	@timeout(30)
 	def test_body_drip_cut_off(self):
 		with Daemon({"timeouts": {"body": 1}}) as d:
