@@ -102,7 +102,7 @@ check: deps
 	$(MAKE) check-only
 
 check-only: all $(UNIT_BIN)
-	$(MAKE) unit python integ
+	$(MAKE) unit python integ conformance
 
 unit: $(UNIT_BIN)
 	@sh tests/run-unit.sh $(UNIT_BIN)

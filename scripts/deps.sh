@@ -6,7 +6,7 @@ PKGS="build-essential pkg-config libevent-dev libjansson-dev check libsubunit-de
 node-llhttp libsystemd-dev python3 curl"
 # Tools the tests and benchmarks drive (load generators, a reference proxy,
 # a DNS server for the dns deployment tests: dnsmasq-base has no service).
-PKGS="$PKGS wrk apache2-utils nginx-light dnsmasq-base"
+PKGS="$PKGS wrk apache2-utils nginx-light dnsmasq-base clang libclang-rt-14-dev valgrind"
 [ -n "$INGRESSD_DEPS_EXTRA" ] && PKGS="$PKGS $INGRESSD_DEPS_EXTRA"
 
 missing=""

@@ -817,24 +817,30 @@ fail:
 	return -1;
 }
 
-enum reg_result
-registry_register(struct registry *r, const char *name, const char *id,
-    const char *address, unsigned max_ongoing, unsigned *version, char *err,
-    size_t errlen)
-{
-	struct reg_deployment *d, *nd = NULL, **nb = NULL;
-	struct reg_endpoint *ep, **fresh = NULL, **eps = NULL, **neps;
-	char **rids = NULL, msg[256];
-	unsigned i, n, nfresh = 0, nbn = 0;
-	enum reg_result rv = REG_ENOMEM;
-	int was_active;
+/* What a registration links in, all allocated before the mutex. */
+struct reg_regplan {
+	struct reg_deployment *d;	/* the name's, or NULL */
+	struct reg_deployment *nd;	/* a new name's */
+	struct reg_deployment **nb;	/* bigger index buckets, or NULL */
+	unsigned	 nbn;
+	unsigned	 i, n;		/* replica i of n; i == n: a new one */
+	struct reg_endpoint *ep;
+	struct reg_endpoint **fresh;	/* ep, when it is new */
+	unsigned	 nfresh;
+	struct reg_endpoint **eps;	/* the name's new arrays */
+	char		**rids;
+};
 
-	*version = 0;
-	if (!registry_name_ok(name, 255) || !registry_name_ok(id, REG_ID_MAX)) {
+static enum reg_result
+registry_register_check(const char *name, const char *id,
+    const char *address, char *err, size_t errlen)
+{
+	int name_ok = registry_name_ok(name, 255);
+
+	if (!name_ok || !registry_name_ok(id, REG_ID_MAX)) {
 		snprintf(err, errlen, "bad %s (1..%d characters of A-Z a-z "
-		    "0-9 . _ -)", registry_name_ok(name, 255) ? "replica id" :
-		    "deployment name", registry_name_ok(name, 255) ?
-		    REG_ID_MAX : 255);
+		    "0-9 . _ -)", name_ok ? "replica id" : "deployment name",
+		    name_ok ? REG_ID_MAX : 255);
 		return REG_EINVAL;
 	}
 	if (!registry_addr_literal(address)) {
@@ -842,84 +848,133 @@ registry_register(struct registry *r, const char *name, const char *id,
 		    "[IPv6]:PORT or unix:PATH", address);
 		return REG_EINVAL;
 	}
-	if (registry_wlock_timed(r) != 0) {
-		snprintf(err, errlen, "the registry is busy (a reload): retry");
-		return REG_EBUSY;
-	}
+	return REG_OK;
+}
+
+/* A failed plan lets go of what it allocated. */
+static void
+registry_regplan_undo(struct reg_regplan *rp)
+{
+	if (rp->rids != NULL && rp->i == rp->n)
+		free(rp->rids[rp->i]);
+	free(rp->eps);
+	free(rp->rids);
+	registry_deployment_free(rp->nd);
+	free(rp->nb);
+	if (rp->nfresh > 0)
+		registry_endpoint_free(rp->fresh[0]);
+	free(rp->fresh);
+}
+
+/* Under wlock: REG_OK and rp ready to commit, or why not. */
+static enum reg_result
+registry_register_plan(struct registry *r, struct reg_regplan *rp,
+    const char *name, const char *id, const char *address, unsigned max,
+    unsigned *version, char *err, size_t errlen)
+{
+	struct reg_deployment *d;
+	struct reg_endpoint **neps;
+
 	if (registry_index_find(&r->cidx, name) != NULL) {
 		snprintf(err, errlen, "deployment %s is defined in the "
 		    "configuration", name);
-		rv = REG_ECONFLICT;
-		goto out;
+		return REG_ECONFLICT;
 	}
-	d = registry_index_find(&r->ridx, name);
-	n = d != NULL ? d->neps : 0;
-	for (i = 0; i < n && strcmp(d->rids[i], id) != 0; i++)
+	d = rp->d = registry_index_find(&r->ridx, name);
+	rp->n = d != NULL ? d->neps : 0;
+	for (rp->i = 0; rp->i < rp->n && strcmp(d->rids[rp->i], id) != 0;
+	    rp->i++)
 		continue;
-	if (i < n && strcmp(d->eps[i]->addr.text, address) == 0 &&
-	    atomic_load(&d->eps[i]->max_ongoing) == max_ongoing) {
+	if (rp->i < rp->n && strcmp(d->eps[rp->i]->addr.text, address) == 0 &&
+	    atomic_load(&d->eps[rp->i]->max_ongoing) == max) {
 		*version = d->version;
-		rv = REG_UNCHANGED;
-		goto out;
+		return REG_UNCHANGED;
 	}
-	if ((ep = registry_plan_endpoint(r, &fresh, &nfresh, address, id, msg,
-	    sizeof(msg))) == NULL) {
-		snprintf(err, errlen, "%s", msg);
-		rv = strcmp(msg, "out of memory") == 0 ? REG_ENOMEM :
+	if ((rp->ep = registry_plan_endpoint(r, &rp->fresh, &rp->nfresh,
+	    address, id, err, errlen)) == NULL)
+		return strcmp(err, "out of memory") == 0 ? REG_ENOMEM :
 		    REG_EINVAL;
-		goto out;
-	}
-	if (registry_regd_arrays(d, i, ep, id, &eps, &rids) == -1)
+	if (registry_regd_arrays(d, rp->i, rp->ep, id, &rp->eps,
+	    &rp->rids) == -1 || (d == NULL && ((rp->nd = registry_regd_new(r,
+	    name)) == NULL || registry_regd_room(r, &rp->nb, &rp->nbn) == -1)))
 		goto oom;
-	if (d == NULL && ((nd = registry_regd_new(r, name)) == NULL ||
-	    registry_regd_room(r, &nb, &nbn) == -1))
-		goto oom;
-	if (nfresh > 0) {
+	if (rp->nfresh > 0) {
 		if ((neps = realloc(r->eps, (r->neps + 1) * sizeof(*neps))) ==
 		    NULL)
 			goto oom;
 		r->eps = neps;
 	}
-
-	pthread_mutex_lock(&r->lock);
-	if (nfresh > 0)
-		r->eps[r->neps++] = fresh[0];
-	if (nd != NULL)
-		nb = registry_regd_add(r, d = nd, nb, nbn);
-	was_active = d->active;
-	neps = d->eps;
-	d->eps = eps;
-	eps = neps;
-	free(d->rids);
-	d->rids = rids;
-	d->neps = i < n ? n : n + 1;
-	d->active = 1;
-	d->version++;
-	atomic_store(&ep->max_ongoing, max_ongoing);
-	*version = d->version;
-	pthread_mutex_unlock(&r->lock);
-
-	pthread_mutex_unlock(&r->wlock);
-	free(eps);
-	free(nb);
-	free(fresh);
-	registry_tell(r, name, was_active ? REG_CHANGED : REG_ADDED);
 	return REG_OK;
 oom:
 	snprintf(err, errlen, "out of memory");
-	rv = REG_ENOMEM;
-	if (rids != NULL && i == n)
-		free(rids[i]);
-	free(eps);
-	free(rids);
-	registry_deployment_free(nd);
-	free(nb);
-	if (nfresh > 0)
-		registry_endpoint_free(fresh[0]);
-out:
-	free(fresh);
+	return REG_ENOMEM;
+}
+
+/* Under the mutex: only pointers move.  Returns whether the name was
+ * live before; rp keeps what is to be freed. */
+static int
+registry_register_commit(struct registry *r, struct reg_regplan *rp,
+    unsigned max, unsigned *version)
+{
+	struct reg_deployment *d = rp->d;
+	struct reg_endpoint **old;
+	int was_active;
+
+	if (rp->nfresh > 0)
+		r->eps[r->neps++] = rp->fresh[0];
+	if (rp->nd != NULL) {
+		rp->nb = registry_regd_add(r, rp->nd, rp->nb, rp->nbn);
+		d = rp->nd;
+		rp->nd = NULL;
+	}
+	was_active = d->active;
+	old = d->eps;
+	d->eps = rp->eps;
+	rp->eps = old;
+	free(d->rids);
+	d->rids = rp->rids;
+	rp->rids = NULL;
+	d->neps = rp->i < rp->n ? rp->n : rp->n + 1;
+	d->active = 1;
+	d->version++;
+	atomic_store(&rp->ep->max_ongoing, max);
+	*version = d->version;
+	return was_active;
+}
+
+enum reg_result
+registry_register(struct registry *r, const char *name, const char *id,
+    const char *address, unsigned max_ongoing, unsigned *version, char *err,
+    size_t errlen)
+{
+	struct reg_regplan rp;
+	enum reg_result rv;
+	int was_active;
+
+	*version = 0;
+	if ((rv = registry_register_check(name, id, address, err, errlen)) !=
+	    REG_OK)
+		return rv;
+	if (registry_wlock_timed(r) != 0) {
+		snprintf(err, errlen, "the registry is busy (a reload): retry");
+		return REG_EBUSY;
+	}
+	memset(&rp, 0, sizeof(rp));
+	if ((rv = registry_register_plan(r, &rp, name, id, address,
+	    max_ongoing, version, err, errlen)) != REG_OK) {
+		registry_regplan_undo(&rp);
+		pthread_mutex_unlock(&r->wlock);
+		return rv;
+	}
+	pthread_mutex_lock(&r->lock);
+	was_active = registry_register_commit(r, &rp, max_ongoing, version);
+	pthread_mutex_unlock(&r->lock);
 	pthread_mutex_unlock(&r->wlock);
-	return rv;
+	free(rp.eps);		/* the old array */
+	free(rp.nb);		/* the old buckets */
+	free(rp.fresh);
+	registry_tell(r, name, was_active ? REG_CHANGED : REG_ADDED);
+	return REG_OK;
 }
 
 enum reg_result
