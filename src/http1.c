@@ -16,6 +16,7 @@
  */
 
 #include <stdint.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -403,6 +404,78 @@ sc_byte(struct http1 *h, unsigned char c)
 }
 
 /*
+ * Byte classes for the scanner's fast runs: the bytes that leave a state
+ * where it is and need no check beyond counting.  Anything else takes the
+ * byte-at-a-time path, which knows every error.
+ */
+#define PLAIN_NAME	0x01	/* tchar */
+#define PLAIN_VALUE	0x02	/* field-vchar, SP, HTAB, obs-text */
+#define PLAIN_TARGET	0x04	/* VCHAR but '#' */
+
+static unsigned char plain[256];
+static pthread_once_t plain_once = PTHREAD_ONCE_INIT;
+
+static void
+plain_init(void)
+{
+	static const char tchar_extra[] = "!#$%&'*+-.^_`|~";
+	unsigned c;
+
+	for (c = 0; c < 256; c++) {
+		if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+		    (c >= '0' && c <= '9') ||
+		    (c != 0 && strchr(tchar_extra, (int)c) != NULL))
+			plain[c] |= PLAIN_NAME;
+		if ((c >= 0x20 && c != 0x7f) || c == '\t')
+			plain[c] |= PLAIN_VALUE;
+		if (c >= 0x21 && c <= 0x7e && c != '#')
+			plain[c] |= PLAIN_TARGET;
+	}
+}
+
+/*
+ * A run of plain bytes in the current state, taken whole when it stays
+ * within every limit; 0 when the byte path must decide.
+ */
+static size_t
+scan_run(struct http1 *h, const unsigned char *p, size_t n)
+{
+	unsigned char cls;
+	size_t r = 0, max_item;
+	size_t *budget, budget_max;
+
+	switch (h->sc) {
+	case SC_NAME:
+		cls = PLAIN_NAME;
+		max_item = HTTP1_MAX_NAME;
+		budget = &h->hdr_bytes;
+		budget_max = h->lim.max_header_bytes;
+		break;
+	case SC_VALUE:
+		cls = PLAIN_VALUE;
+		max_item = HTTP1_MAX_VALUE;
+		budget = &h->hdr_bytes;
+		budget_max = h->lim.max_header_bytes;
+		break;
+	case SC_TARGET:
+		cls = PLAIN_TARGET;
+		max_item = HTTP1_MAX_TARGET;
+		budget = &h->rl_len;
+		budget_max = h->lim.max_request_line;
+		break;
+	default:
+		return 0;
+	}
+	while (r < n && (plain[p[r]] & cls))
+		r++;
+	if (r == 0 || *budget + r > budget_max || h->item_len + r > max_item)
+		return 0;
+	*budget += r;
+	h->item_len += r;
+	return r;
+}
+
+/*
  * How many of the n bytes are clean.  Stops after the empty line ending the
  * section (*end set) or before a bad byte (h->sc_status set).
  */
@@ -413,6 +486,9 @@ scan(struct http1 *h, const char *p, size_t n, int *end)
 
 	*end = 0;
 	for (i = 0; i < n; i++) {
+		i += scan_run(h, (const unsigned char *)p + i, n - i);
+		if (i == n)
+			break;
 		if (sc_byte(h, (unsigned char)p[i]) == -1)
 			return i;
 		if (h->sc == SC_END) {
@@ -1014,6 +1090,7 @@ http1_new(const struct http1_limits *lim, const struct http1_callbacks *cb,
 {
 	struct http1	*h;
 
+	pthread_once(&plain_once, plain_init);
 	if ((h = calloc(1, sizeof *h)) == NULL)
 		return NULL;
 	h->lim = lim != NULL ? *lim : default_limits;

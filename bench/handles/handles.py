@@ -71,6 +71,10 @@ def start(argv, log):
 
 def stop_all():
 	for p in procs:
+		if p.poll() is not None and p.returncode != 0:
+			print("bench/handles: %s exited with %d" % (p.args[0],
+			    p.returncode), file=sys.stderr)
+	for p in procs:
 		if p.poll() is None:
 			p.terminate()
 	for p in procs:

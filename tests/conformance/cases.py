@@ -693,10 +693,7 @@ def slow(ctx):
 	t("body-drip", "a body byte every 0.25 s: every gap is short, the "
 	    "whole is not", drive_body_drip, (408,), (0, 1), "body_timeout",
 	    (ctx.body_timeout or 0) * 3 + 4,
-	    alt=[Outcome((), "closed", (0, 1))],
-	    xfail="timeouts.body is a gap between reads: a client that "
-	    "sends a byte per gap is never cut off; needs a minimum body "
-	    "rate (or a whole-body deadline) in src/front.c")
+	    alt=[Outcome((), "closed", (0, 1))])
 	return C
 
 
