@@ -640,15 +640,21 @@ cb_field(llhttp_t *ll, const char *p, size_t n)
 static enum kind
 field_kind(const char *name)
 {
-	if (strcasecmp(name, "host") == 0)
-		return K_HOST;
-	if (strcasecmp(name, "content-length") == 0)
-		return K_CONTENT_LENGTH;
-	if (strcasecmp(name, "transfer-encoding") == 0)
-		return K_TRANSFER_ENCODING;
-	if (strcasecmp(name, "expect") == 0)
-		return K_EXPECT;
-	return K_OTHER;
+	/* By length first: most names are none of these. */
+	switch (strlen(name)) {
+	case 4:
+		return strcasecmp(name, "host") == 0 ? K_HOST : K_OTHER;
+	case 6:
+		return strcasecmp(name, "expect") == 0 ? K_EXPECT : K_OTHER;
+	case 14:
+		return strcasecmp(name, "content-length") == 0 ?
+		    K_CONTENT_LENGTH : K_OTHER;
+	case 17:
+		return strcasecmp(name, "transfer-encoding") == 0 ?
+		    K_TRANSFER_ENCODING : K_OTHER;
+	default:
+		return K_OTHER;
+	}
 }
 
 /*

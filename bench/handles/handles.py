@@ -173,7 +173,7 @@ def run(tmp):
 	port, admin = free_port(), free_port()
 	conf = {"listen": ["127.0.0.1:%d" % port],
 	    "admin": "127.0.0.1:%d" % admin, "workers": 1,
-	    "log_level": "warn", "runtime_dir": os.path.join(tmp, "run"),
+	    "log_level": os.environ.get("LOG_LEVEL", "warn"), "runtime_dir": os.path.join(tmp, "run"),
 	    "handle_idle_ttl": 3600,
 	    "routes": [{"prefix": "/m/", "deployment_from": "path"}],
 	    "deployments": {}}
