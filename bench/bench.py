@@ -434,18 +434,24 @@ def load_counts(raw):
         return rows
     with open(path) as f:
         for line in f:
-            target, _, out = line.rstrip("\n").partition("\t")
+            f_ = line.rstrip("\n").split("\t")
+            if len(f_) != 3:
+                continue
+            target, tool, out = f_
             out = os.path.join(raw, os.path.basename(out))
             try:
                 with open(out, errors="replace") as o:
-                    m = re.search(r"^\s*(\d+) requests in", o.read(), re.M)
+                    m = re.search(r"^\s*(\d+) requests in|"
+                                  r"^Complete requests:\s+(\d+)",
+                                  o.read(), re.M)
             except OSError:
                 m = None
-            if not m or not int(m.group(1)):
-                rows.append({"target": target, "failed": "no wrk output"})
+            n = int(m.group(1) or m.group(2)) if m else 0
+            if not n:
+                rows.append({"target": target, "tool": tool,
+                             "failed": "no %s output" % tool})
                 continue
-            n = int(m.group(1))
-            row = {"target": target, "requests": n}
+            row = {"target": target, "tool": tool, "requests": n}
             for side in ("proxy", "backend"):
                 c = perf_counts(out + "." + side)
                 row[side] = c.get("raw_syscalls:sys_enter", 0) / n \
@@ -458,11 +464,13 @@ def load_counts(raw):
     return rows
 
 
-def count_table(crows):
+def count_table(crows, tool):
     head = ["target", "syscalls/req proxy"] + [g for g, _ in SC_GROUPS] + \
         ["syscalls/req backend"]
     body = []
     for r in crows:
+        if r["tool"] != tool:
+            continue
         if "failed" in r:
             body.append([r["target"], "FAILED: " + r["failed"]] +
                         [""] * (len(head) - 2))
@@ -766,10 +774,13 @@ def binaries(build, raw):
                 digest = hashlib.sha256(f.read()).hexdigest()[:12]
             mtime = time.strftime("%Y-%m-%d %H:%M:%S",
                                   time.gmtime(os.path.getmtime(path)))
-            out.append("%s (built %s UTC, sha256 %s%s)" % (
-                name, mtime, digest,
-                "" if start.get(name, digest) == digest else
-                "; **CHANGED during the run**, was %s" % start[name]))
+            if start.get(name, digest) == digest:
+                out.append("%s sha256 %s (built %s UTC)" % (name, digest,
+                                                            mtime))
+            else:
+                out.append("%s sha256 %s at the start, the process "
+                           "measured (**rebuilt during the run**: %s, "
+                           "%s UTC)" % (name, start[name], digest, mtime))
         except OSError:
             out.append("%s (missing)" % name)
     return "; ".join(out)
@@ -823,7 +834,7 @@ def header_md(m, env, targets, raw):
            env.get("CONNS"), env.get("AB_N"), env.get("STREAM_BYTES"),
            env.get("STREAM_ROUNDS"), env.get("SERVER_CPUS") or "-",
            env.get("CLIENT_CPUS") or "-", env.get("ULIMIT_N")),
-        "- binaries (at the end of the run): %s" % binaries(
+        "- binaries: %s" % binaries(
             env.get("BUILD", "build"), raw),
         "- instructions per request: %s" % (
             "perf stat -e %s" % env.get("PERF_EVENT")
@@ -865,14 +876,22 @@ def cmd_report(args):
         md += ["## Stream: %s" % label, "", md_table(head, body), ""]
     crows = load_counts(args.raw)
     if crows:
-        head, body = count_table(crows)
-        label = ("syscalls per request (a separate `wrk -t1 -c%s -d%ss` "
-                 "per target under `perf stat -e raw_syscalls:sys_enter,"
-                 "syscalls:sys_enter_*`: no req/s from these runs)"
-                 % (env.get("CONNS"), env.get("COUNT_DURATION")))
-        print("\n" + label + "\n" + text_table(head, body))
-        md += ["## Syscalls per request", "", label + ".", "",
-               md_table(head, body), ""]
+        md += ["## Syscalls per request", "",
+               "A separate run per target and tool under `perf stat -e "
+               "raw_syscalls:sys_enter,syscalls:sys_enter_*` on the proxy's "
+               "and the backend's pids (tracepoints cost a little per "
+               "call: no req/s from these runs).", ""]
+    for tool in ("wrk", "ab"):
+        if not any(r["tool"] == tool for r in crows):
+            continue
+        head, body = count_table(crows, tool)
+        label = ("`wrk -t1 -c%s -d%ss` (keep-alive)" % (
+            env.get("CONNS"), env.get("COUNT_DURATION")) if tool == "wrk"
+            else "`ab -n %s -c %s` (a connection per request)" % (
+                env.get("COUNT_AB_N"), env.get("CONNS")))
+        print("\nsyscalls per request, " + label + "\n" +
+              text_table(head, body))
+        md += [label + ":", "", md_table(head, body), ""]
     chk = targets_check(rows, srows)
     head = ["issue 8 target (WORKERS=%s)" % env.get("WORKERS", "1"),
             "ingressd", "bar", "verdict"]
@@ -915,8 +934,12 @@ def cmd_report(args):
             "rows": rows, "streams": srows, "runs": runs,
             "syscalls": crows,
             "stream_runs": streams, "targets": chk}, f, indent=1)
-    bad = [r for r in rows if "failed" in r or r["bad"]] + \
-        [r for r in srows if r["bad"]]
+    # A peer's errors under load are data (the tables flag them); ingressd
+    # failing or erring anywhere, or a reference missing, fails the bench.
+    bad = [r for r in rows + srows if r["target"] == "ingressd" and
+           ("failed" in r or r["bad"])] + \
+        [r for r in rows if r["target"] in ("nginx-proxy", "nginx-direct")
+         and "failed" in r]
     return 1 if bad else 0
 
 
@@ -1053,12 +1076,13 @@ def cmd_profile_summary(args):
           "- load average: %s at start, %s at the end" % (
               start, " ".join("%.2f" % x for x in os.getloadavg())),
           "- perf: `perf record -F 999 --call-graph dwarf,16384 -p "
-          "INGRESSD,REPLICA` during each load; reports `perf report "
-          "--comm NAME --percentage relative --no-children --sort "
-          "dso,symbol` (and `--dso NAME`, `--children`)", ""]
+          "INGRESSD,REPLICA` during each load (cpu-clock samples); "
+          "`perf report -g none --no-children --sort comm,dso` and "
+          "`--sort comm,dso,symbol`, `--children --sort comm,symbol`; "
+          "shares below are of the process's own samples", ""]
     v = {"duration": args.duration, "upload": args.upload_bytes}
     for load, replica, cmd in PROFILE_LOADS:
-        if os.path.exists(os.path.join(d, "perf-%s-comms.txt" % load)):
+        if os.path.exists(os.path.join(d, "perf-%s-dso.txt" % load)):
             md += perf_section(d, load, replica, cmd % v, args.top)
     if os.path.exists(os.path.join(d, "callgrind-files.txt")):
         md += callgrind_section(d, args.requests, args.top)

@@ -53,6 +53,8 @@ STREAM_ROUNDS=${STREAM_ROUNDS:-$ROUNDS}
 PERF_EVENT=${PERF_EVENT:-instructions}
 SYSCALLS=${SYSCALLS:-1}
 COUNT_DURATION=${COUNT_DURATION:-2}
+COUNT_TOOLS=${COUNT_TOOLS:-wrk ab}
+COUNT_AB_N=${COUNT_AB_N:-5000}
 INSTALL=${INSTALL:-1}
 
 OUT=$BUILD/bench
@@ -72,7 +74,7 @@ log() { printf 'bench: %s\n' "$*" >&2; }
 die() { log "$*"; exit 2; }
 
 for v in ROUNDS DURATION CONNS AB_N NGINX_KEEPALIVE STREAM_BYTES \
-    STREAM_ROUNDS COUNT_DURATION; do
+    STREAM_ROUNDS COUNT_DURATION COUNT_AB_N; do
 	eval "x=\$$v"
 	case $x in ''|*[!0-9]*) die "$v must be a positive integer: '$x'" ;; esac
 	[ "$x" -gt 0 ] || die "$v must be a positive integer"
@@ -86,6 +88,9 @@ done
 for t in $TARGETS; do
 	case $t in ingressd|haproxy|nginx-proxy|h2o|nginx-uwsgi|nginx-direct) ;;
 	*) die "TARGETS: unknown '$t'" ;; esac
+done
+for t in $COUNT_TOOLS; do
+	case $t in wrk|ab) ;; *) die "COUNT_TOOLS: unknown '$t'" ;; esac
 done
 for m in $STREAM; do
 	case $m in down|up|up-chunked) ;; *) die "STREAM: unknown '$m'" ;; esac
@@ -497,11 +502,12 @@ sc_check() {
 	done
 }
 
-# A separate wrk -c CONNS run per target with its syscalls counted: the
+# A separate run per target and COUNT_TOOLS tool (wrk -c CONNS, keep-alive;
+# ab -c CONNS, a connection per request) with its syscalls counted: the
 # tracepoints cost a little per call, so these runs give no req/s.
 count_one() {
-	local target="$1" pp bp p
-	local out="$RAW/count.$target.txt"
+	local target="$1" tool="$2" pp bp p
+	local out="$RAW/count.$target.$tool.txt"
 	pp=$(proxy_pids "$target")
 	bp=$(backend_pids "$target")
 	for p in proxy backend; do
@@ -514,11 +520,15 @@ count_one() {
 		PERF_PIDS="$PERF_PIDS $!"
 	done
 	sleep 0.2
-	$PIN_CLIENT timeout -k 5 $((COUNT_DURATION + 30)) wrk -t1 -c"$CONNS" \
-	    -d"${COUNT_DURATION}s" "$(url_of "$target")" >"$out" 2>&1
+	case $tool in
+	wrk)	$PIN_CLIENT timeout -k 5 $((COUNT_DURATION + 30)) wrk -t1 \
+		    -c"$CONNS" -d"${COUNT_DURATION}s" "$(url_of "$target")" ;;
+	ab)	$PIN_CLIENT timeout -k 5 300 ab -n "$COUNT_AB_N" -c "$CONNS" \
+		    "$(url_of "$target")" ;;
+	esac >"$out" 2>&1
 	perf_stop
-	printf '%s\t%s\n' "$target" "$out" >>"$RAW/counts.tsv"
-	log "syscalls counted: $target"
+	printf '%s\t%s\t%s\n' "$target" "$tool" "$out" >>"$RAW/counts.tsv"
+	log "syscalls counted: $tool $target"
 }
 
 run_one() {
@@ -690,6 +700,8 @@ PERF_OK=$PERF_OK
 PERF_WHY=$PERF_WHY
 SC_EVENTS=$SC_EVENTS
 COUNT_DURATION=$COUNT_DURATION
+COUNT_TOOLS=$COUNT_TOOLS
+COUNT_AB_N=$COUNT_AB_N
 ULIMIT_N=$(ulimit -n)
 SERVER_CPUS=${SERVER_CPUS:-}
 CLIENT_CPUS=${CLIENT_CPUS:-}
@@ -716,8 +728,11 @@ done
 
 PERF_RUN=""
 if [ -n "$SC_EVENTS" ]; then
-	for target in $ACTIVE; do
-		alive "$(proxy_main "$target")" && count_one "$target"
+	for tool in $COUNT_TOOLS; do
+		for target in $ACTIVE; do
+			alive "$(proxy_main "$target")" &&
+			    count_one "$target" "$tool"
+		done
 	done
 fi
 

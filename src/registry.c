@@ -736,39 +736,54 @@ registry_tell(struct registry *r, const char *name, enum reg_change_kind kind)
 	r->notify(r->notify_arg, &c, 1);
 }
 
-/* Room for one more registered name, allocated before the mutex. */
-static int
-registry_regd_room(struct registry *r, struct reg_deployment ***nb,
-    unsigned *nbn)
-{
-	struct reg_deployment **nr;
-	unsigned cap;
+/* Room for one more registered name: bigger arrays, allocated before the
+ * mutex, since readers walk the list and the index under it. */
+struct reg_room {
+	struct reg_deployment **list;	/* a bigger regd, or NULL */
+	unsigned	 cap;
+	struct reg_deployment **nb;	/* bigger index buckets, or NULL */
+	unsigned	 nbn;
+};
 
+static int
+registry_regd_room(struct registry *r, struct reg_room *room)
+{
 	if (r->nregd == r->capregd) {
-		cap = r->capregd ? r->capregd * 2 : 64;
-		if ((nr = realloc(r->regd, cap * sizeof(*nr))) == NULL)
+		room->cap = r->capregd ? r->capregd * 2 : 64;
+		if ((room->list = calloc(room->cap, sizeof(*room->list))) ==
+		    NULL)
 			return -1;
-		r->regd = nr;
-		r->capregd = cap;
 	}
-	*nb = NULL;
 	if (r->ridx.nb < 2 * (r->nregd + 1) &&
-	    (*nb = registry_index_alloc(r->nregd + 1, nbn)) == NULL)
+	    (room->nb = registry_index_alloc(r->nregd + 1, &room->nbn)) ==
+	    NULL)
 		return -1;
 	return 0;
 }
 
-/* Under the mutex: a new registered name joins the index. */
-static struct reg_deployment **
+/* Under the mutex: a new registered name joins the list and the index.
+ * room is left holding the old arrays, for the caller to free. */
+static void
 registry_regd_add(struct registry *r, struct reg_deployment *d,
-    struct reg_deployment **nb, unsigned nbn)
+    struct reg_room *room)
 {
+	struct reg_deployment **old;
+
+	if (room->list != NULL) {
+		if (r->nregd > 0)
+			memcpy(room->list, r->regd, r->nregd *
+			    sizeof(*room->list));
+		old = r->regd;
+		r->regd = room->list;
+		r->capregd = room->cap;
+		room->list = old;
+	}
 	r->regd[r->nregd++] = d;
-	if (nb != NULL)
-		return registry_index_rebuild(&r->ridx, nb, nbn, r->regd,
-		    r->nregd);
-	registry_index_put(&r->ridx, d);
-	return NULL;
+	if (room->nb != NULL)
+		room->nb = registry_index_rebuild(&r->ridx, room->nb,
+		    room->nbn, r->regd, r->nregd);
+	else
+		registry_index_put(&r->ridx, d);
 }
 
 static struct reg_deployment *
@@ -821,8 +836,7 @@ fail:
 struct reg_regplan {
 	struct reg_deployment *d;	/* the name's, or NULL */
 	struct reg_deployment *nd;	/* a new name's */
-	struct reg_deployment **nb;	/* bigger index buckets, or NULL */
-	unsigned	 nbn;
+	struct reg_room	 room;		/* ... and room for it */
 	unsigned	 i, n;		/* replica i of n; i == n: a new one */
 	struct reg_endpoint *ep;
 	struct reg_endpoint **fresh;	/* ep, when it is new */
@@ -860,7 +874,8 @@ registry_regplan_undo(struct reg_regplan *rp)
 	free(rp->eps);
 	free(rp->rids);
 	registry_deployment_free(rp->nd);
-	free(rp->nb);
+	free(rp->room.list);
+	free(rp->room.nb);
 	if (rp->nfresh > 0)
 		registry_endpoint_free(rp->fresh[0]);
 	free(rp->fresh);
@@ -896,7 +911,7 @@ registry_register_plan(struct registry *r, struct reg_regplan *rp,
 		    REG_EINVAL;
 	if (registry_regd_arrays(d, rp->i, rp->ep, id, &rp->eps,
 	    &rp->rids) == -1 || (d == NULL && ((rp->nd = registry_regd_new(r,
-	    name)) == NULL || registry_regd_room(r, &rp->nb, &rp->nbn) == -1)))
+	    name)) == NULL || registry_regd_room(r, &rp->room) == -1)))
 		goto oom;
 	if (rp->nfresh > 0) {
 		if ((neps = realloc(r->eps, (r->neps + 1) * sizeof(*neps))) ==
@@ -923,7 +938,7 @@ registry_register_commit(struct registry *r, struct reg_regplan *rp,
 	if (rp->nfresh > 0)
 		r->eps[r->neps++] = rp->fresh[0];
 	if (rp->nd != NULL) {
-		rp->nb = registry_regd_add(r, rp->nd, rp->nb, rp->nbn);
+		registry_regd_add(r, rp->nd, &rp->room);
 		d = rp->nd;
 		rp->nd = NULL;
 	}
@@ -970,8 +985,9 @@ registry_register(struct registry *r, const char *name, const char *id,
 	was_active = registry_register_commit(r, &rp, max_ongoing, version);
 	pthread_mutex_unlock(&r->lock);
 	pthread_mutex_unlock(&r->wlock);
-	free(rp.eps);		/* the old array */
-	free(rp.nb);		/* the old buckets */
+	free(rp.eps);		/* the old arrays and buckets */
+	free(rp.room.list);
+	free(rp.room.nb);
 	free(rp.fresh);
 	registry_tell(r, name, was_active ? REG_CHANGED : REG_ADDED);
 	return REG_OK;

@@ -4,6 +4,7 @@
  * Confs are written to a file and loaded with conf_load, as the daemon does.
  */
 #include <check.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -519,6 +520,80 @@ START_TEST(test_dns_addresses)
 }
 END_TEST
 
+/* Lookups and the status page while another thread registers; the
+ * writer keeps a model of which replicas each name has. */
+static int	has_a[300], has_b[300];
+
+static void *
+churn(void *arg)
+{
+	struct registry	*r = arg;
+	unsigned	 i, k, v;
+	char		 err[256], name[32];
+
+	for (i = 0; i < 3000; i++) {
+		k = i % 300;
+		snprintf(name, sizeof name, "c%u", k);
+		if (i % 3 == 2) {
+			if (registry_unregister(r, name, "a", &v, err,
+			    sizeof err) == REG_OK)
+				has_a[k] = 0;
+		} else if (registry_register(r, name, i % 2 ? "a" : "b",
+		    i % 2 ? "127.0.0.1:9001" : "127.0.0.1:9002", 5, &v, err,
+		    sizeof err) == REG_OK) {
+			if (i % 2)
+				has_a[k] = 1;
+			else
+				has_b[k] = 1;
+		}
+	}
+	return (NULL);
+}
+
+START_TEST(test_concurrent_readers)
+{
+	struct conf		*c1;
+	struct registry		*r;
+	struct reg_lookup	 lk;
+	pthread_t		 t;
+	unsigned		 i;
+	char			 err[512], name[32];
+	json_t			*doc;
+
+	c1 = load("");
+	r = registry_new(c1, 1, tmpdir, err, sizeof err);
+	ck_assert_msg(r != NULL, "%s", err);
+	ck_assert_int_eq(pthread_create(&t, NULL, churn, r), 0);
+	for (i = 0; i < 3000; i++) {
+		snprintf(name, sizeof name, "c%u", i % 300);
+		if (registry_lookup(r, name, &lk) == 0) {
+			ck_assert_uint_ge(lk.neps, 1);
+			ck_assert_uint_le(lk.neps, 2);
+			free(lk.eps);
+		}
+		if (i % 100 == 0) {
+			doc = registry_status_json(r);
+			ck_assert_ptr_nonnull(doc);
+			json_decref(doc);
+		}
+	}
+	ck_assert_int_eq(pthread_join(t, NULL), 0);
+	/* The registry ends as the writer's model says. */
+	for (i = 0; i < 300; i++) {
+		snprintf(name, sizeof name, "c%u", i);
+		if (!has_a[i] && !has_b[i]) {
+			ck_assert_int_eq(registry_lookup(r, name, &lk), -1);
+			continue;
+		}
+		ck_assert_int_eq(registry_lookup(r, name, &lk), 0);
+		ck_assert_uint_eq(lk.neps, has_a[i] + has_b[i]);
+		free(lk.eps);
+	}
+	registry_free(r);
+	conf_free(c1);
+}
+END_TEST
+
 static Suite *
 registry_suite(void)
 {
@@ -533,6 +608,7 @@ registry_suite(void)
 	tcase_add_test(tc, test_register);
 	tcase_add_test(tc, test_many_names);
 	tcase_add_test(tc, test_dns_addresses);
+	tcase_add_test(tc, test_concurrent_readers);
 	suite_add_tcase(s, tc);
 	return (s);
 }
