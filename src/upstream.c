@@ -203,7 +203,7 @@ static void
 upstream_goodbye(struct upstream *up, const char *text)
 {
 	struct wire_goaway g;
-	uint8_t buf[WIRE_HEADER_SIZE + 16 + 16];
+	uint8_t buf[WIRE_HEADER_SIZE + 10 + 64];
 	size_t n;
 
 	if (up->bev == NULL || up->state != UPSTREAM_READY)
@@ -213,7 +213,8 @@ upstream_goodbye(struct upstream *up, const char *text)
 	g.code = WIRE_CODE_SHUTDOWN;
 	g.text.p = text;
 	g.text.len = strlen(text);
-	if ((n = wire_encode_goaway(buf, &g)) == 0)
+	if (wire_goaway_size(&g) > sizeof(buf) ||
+	    (n = wire_encode_goaway(buf, &g)) == 0)
 		return;
 	upstream_write(up, buf, n);
 	evbuffer_write(bufferevent_get_output(up->bev),
