@@ -553,7 +553,7 @@ metrics_render_process(FILE *fp)
 	fprintf(fp, "ingressd_connections_accepted_total %llu\n",
 	    (unsigned long long)conns);
 	metrics_family(fp, "ingressd_handle_evictions_total", "counter",
-	    "Handles dropped because their deployment was removed.");
+	    "Handles dropped: idle past handle_idle_ttl, or deployment removed.");
 	fprintf(fp, "ingressd_handle_evictions_total %llu\n",
 	    (unsigned long long)evictions);
 }

@@ -719,7 +719,14 @@ upstream_protocol_error(struct upstream *up, const char *what, int rc)
 	e.code = WIRE_CODE_PROTOCOL;
 	e.text.p = text;
 	e.text.len = strlen(text);
-	if ((n = wire_encode_error(buf, 0, &e)) > 0 && up->bev != NULL) {
+	/*
+	 * The ERROR goes out only when nothing else is waiting to: frames
+	 * still queued belong to requests that upstream_fail() will retry
+	 * elsewhere, and flushing them as well could run a request twice.
+	 */
+	if (up->bev != NULL &&
+	    evbuffer_get_length(bufferevent_get_output(up->bev)) == 0 &&
+	    (n = wire_encode_error(buf, 0, &e)) > 0) {
 		upstream_write(up, buf, n);
 		upstream_linger(up);
 	}
