@@ -381,12 +381,15 @@ def load_runs(raw, hz, env):
     return runs
 
 
-def load_streams(raw):
-    path = os.path.join(raw, "streams.jsonl")
+def load_jsonl(path):
     if not os.path.exists(path):
         return []
     with open(path) as f:
         return [json.loads(line) for line in f if line.strip()]
+
+
+def load_streams(raw):
+    return load_jsonl(os.path.join(raw, "streams.jsonl"))
 
 
 def load_tsv(raw, name):
@@ -462,6 +465,54 @@ def load_counts(raw):
                         for x in names) / n if c else None
             rows.append(row)
     return rows
+
+
+def load_stream_counts(raw):
+    """Syscalls per MiB moved, per proxy and mode, from count_stream."""
+    rows = []
+    path = os.path.join(raw, "count-streams.tsv")
+    if not os.path.exists(path):
+        return rows
+    done = {(s["target"], s["mode"]): s for s in
+            load_jsonl(os.path.join(raw, "count-streams.jsonl"))}
+    for line in read_lines(path):
+        f_ = line.split("\t")
+        if len(f_) != 3:
+            continue
+        target, mode, out = f_
+        s = done.get((target, mode))
+        if not s or not s["ok"]:
+            rows.append({"target": target, "mode": mode,
+                         "failed": (s or {}).get("why", "no transfer")})
+            continue
+        c = perf_counts(os.path.join(raw, os.path.basename(out)) +
+                        ".proxy")
+        mib = s["bytes"] / (1 << 20)
+        row = {"target": target, "mode": mode, "mbps": s["mbps"],
+               "total": c.get("raw_syscalls:sys_enter", 0) / mib}
+        for g, names in SC_GROUPS:
+            row[g] = sum(c.get("syscalls:sys_enter_" + x, 0)
+                         for x in names) / mib
+        row["bytes_per_read"] = 1024 * 1024 / row["reads"] \
+            if row["reads"] else None
+        rows.append(row)
+    return rows
+
+
+def stream_count_table(rows):
+    head = ["target", "mode", "syscalls/MiB"] + [g for g, _ in SC_GROUPS] + \
+        ["MiB / reads (KiB)"]
+    body = []
+    for r in rows:
+        if "failed" in r:
+            body.append([r["target"], r["mode"], "FAILED: " + r["failed"]] +
+                        [""] * (len(head) - 3))
+            continue
+        body.append([r["target"], r["mode"], "%.0f" % r["total"]] +
+                    ["%.0f" % r[g] for g, _ in SC_GROUPS] +
+                    [fmt(r["bytes_per_read"] and r["bytes_per_read"] / 1024,
+                         ".1f")])
+    return head, body
 
 
 def count_table(crows, tool):
@@ -892,6 +943,16 @@ def cmd_report(args):
         print("\nsyscalls per request, " + label + "\n" +
               text_table(head, body))
         md += [label + ":", "", md_table(head, body), ""]
+    scrows = load_stream_counts(args.raw)
+    if scrows:
+        head, body = stream_count_table(scrows)
+        label = ("syscalls of the proxy per MiB streamed (one %s-byte "
+                 "transfer per proxy and mode under the same `perf stat`; "
+                 "*MiB / reads*: the mean bytes a read moved, as if every "
+                 "read carried stream bytes)" % env.get("STREAM_BYTES"))
+        print("\n" + label + "\n" + text_table(head, body))
+        md += [label[0].upper() + label[1:] + ":", "", md_table(head, body),
+               ""]
     chk = targets_check(rows, srows)
     head = ["issue 8 target (WORKERS=%s)" % env.get("WORKERS", "1"),
             "ingressd", "bar", "verdict"]
@@ -932,7 +993,7 @@ def cmd_report(args):
             "ROUNDS", "DURATION", "CONNS", "AB_N", "WORKERS", "TOOLS",
             "STREAM", "STREAM_BYTES", "PERF_OK", "PERF_EVENT")},
             "rows": rows, "streams": srows, "runs": runs,
-            "syscalls": crows,
+            "syscalls": crows, "stream_syscalls": scrows,
             "stream_runs": streams, "targets": chk}, f, indent=1)
     # A peer's errors under load are data (the tables flag them); ingressd
     # failing or erring anywhere, or a reference missing, fails the bench.
@@ -1075,6 +1136,7 @@ def cmd_profile_summary(args):
               " + working tree" if m["dirty"] else ""),
           "- load average: %s at start, %s at the end" % (
               start, " ".join("%.2f" % x for x in os.getloadavg())),
+          "- binaries: %s" % binaries(args.build, d),
           "- perf: `perf record -F 999 --call-graph dwarf,16384 -p "
           "INGRESSD,REPLICA` during each load (cpu-clock samples); "
           "`perf report -g none --no-children --sort comm,dso` and "
@@ -1126,6 +1188,7 @@ def main():
     p.set_defaults(fn=cmd_stream)
     p = sub.add_parser("profile-summary")
     p.add_argument("--dir", required=True)
+    p.add_argument("--build", default="build")
     p.add_argument("--requests", type=int, required=True)
     p.add_argument("--duration", type=int, required=True)
     p.add_argument("--upload-bytes", type=int, required=True)

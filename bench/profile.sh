@@ -8,8 +8,8 @@
 #   perf record -F 999 --call-graph dwarf -p INGRESSD,REPLICA
 # while `wrk -t1 -c100 -dDURATIONs --latency /hello` runs; then the same
 # while curl uploads UPLOAD_BYTES (Content-Length) to replica-sleep ?sink,
-# and while it downloads them from ?source.  Reports: self and inclusive
-# (children) shares per process, top PERF_TOP lines each.
+# and while it downloads them from ?source.  Reports per process: shares by
+# library, top symbols, its own functions, inclusive (children) shares.
 # callgrind: ingressd under valgrind --tool=callgrind --trace-children=yes
 # (so the replicas too); after a warm-up the counters are dumped and reset,
 # then `ab -k -n CG_N -c 50 /hello` runs and the second dump holds that
@@ -203,13 +203,15 @@ mkdir -p "$OUT" || die "cannot create $OUT"
 rm -f "$OUT"/*.txt "$OUT"/*.data "$OUT"/*.log
 TMP=$(mktemp -d /tmp/ingressd-profile.XXXXXX) || die "mktemp failed"
 cut -d' ' -f1-3 /proc/loadavg >"$OUT/loadavg.start"
+sha256sum "$BUILD/ingressd" "$BUILD/replica-hello" "$BUILD/replica-sleep" \
+    >"$OUT/binaries.start" 2>/dev/null
 case $PROFILER in
 perf)		run_perf ;;
 callgrind)	run_callgrind ;;
 both)		run_perf; run_callgrind ;;
 *)		die "PROFILER: perf, callgrind or both" ;;
 esac
-$PY profile-summary --dir "$OUT" --requests "$CG_N" \
+$PY profile-summary --dir "$OUT" --build "$BUILD" --requests "$CG_N" \
     --duration "$DURATION" --upload-bytes "$UPLOAD_BYTES" --top "$PERF_TOP" \
     >"$OUT/summary.md"
 log "summary: $OUT/summary.md"

@@ -961,6 +961,10 @@ front_accept(struct worker *w, int fd, const struct sockaddr *sa, int socklen,
 	front_link(f);
 	bufferevent_setcb(f->bev, front_read_cb, front_write_cb, front_event_cb,
 	    f);
+	/* libevent reads 4 KiB at a time by default: a streamed upload
+	 * would cost a syscall per 4 KiB. */
+	bufferevent_set_max_single_read(f->bev, FRONT_READ_HIGH);
+	bufferevent_set_max_single_write(f->bev, FRONT_READ_HIGH);
 	bufferevent_setwatermark(f->bev, EV_READ, 0, FRONT_READ_HIGH);
 	bufferevent_setwatermark(f->bev, EV_WRITE, FRONT_WRITE_LOW, 0);
 	bufferevent_enable(f->bev, EV_READ | EV_WRITE);

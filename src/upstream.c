@@ -28,6 +28,7 @@
 #include "worker.h"
 
 #define UPSTREAM_MIN_SLOTS	64
+#define UPSTREAM_IO_CHUNK	(256 * 1024)
 #define UPSTREAM_LAST_ID	0x7fff0000u	/* then drain and reconnect */
 #define BACKOFF_MIN_MS		20
 #define BACKOFF_MAX_MS		2000
@@ -333,6 +334,9 @@ upstream_connect(struct upstream *up)
 		return;
 	}
 	bufferevent_setcb(up->bev, upstream_read_cb, NULL, upstream_event_cb, up);
+	/* Large reads and writes: many streams share this socket. */
+	bufferevent_set_max_single_read(up->bev, UPSTREAM_IO_CHUNK);
+	bufferevent_set_max_single_write(up->bev, UPSTREAM_IO_CHUNK);
 	up->out_added = 0;
 	bufferevent_enable(up->bev, EV_READ | EV_WRITE);
 	upstream_set_state(up, UPSTREAM_CONNECTING);
