@@ -156,6 +156,8 @@ static const struct conf_key conf_limits_keys[] = {
 	{ "max_headers", conf_uint, L(max_headers), 1, 1000, 0 },
 	{ "max_body", conf_size, L(max_body), 0, 1LL << 40, 0 },
 	{ "max_connections", conf_uint, L(max_connections), 1, 10000000, 0 },
+	{ "max_connections_per_client", conf_uint,
+	    L(max_connections_per_client), 0, 10000000, 0 },
 	{ NULL, NULL, 0, 0, 0, 0 }
 };
 #undef L

@@ -22,6 +22,7 @@ struct conf_limits {
 	unsigned	 max_headers;		/* 431 beyond */
 	size_t		 max_body;		/* 413 beyond */
 	unsigned	 max_connections;	/* refused beyond */
+	unsigned	 max_connections_per_client; /* per address; 0: none */
 };
 
 /* All in seconds. */

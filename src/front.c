@@ -24,6 +24,7 @@
 #include <event2/event.h>
 
 #include "admin.h"
+#include "clientlim.h"
 #include "deadline.h"
 #include "conf.h"
 #include "front.h"
@@ -83,6 +84,7 @@ struct front {
 	int		 admin_big;	/* ... over ADMIN_MAX_BODY */
 	struct front	*prev, *next;	/* the worker's connections */
 	struct reqlog	 log;		/* the current request, for reqlog */
+	uint64_t	 client_key;	/* for clientlim_close() */
 	double		 t_attach;
 };
 
@@ -692,6 +694,7 @@ front_free(struct front *f)
 	free(f->target);
 	free(f->name);
 	free(f->admin_body);
+	clientlim_close(f->client_key);
 	worker_conn_close(f->w);
 	free(f);
 }
@@ -919,16 +922,26 @@ front_accept(struct worker *w, int fd, const struct sockaddr *sa, int socklen,
 	struct http1_limits lim;
 	struct front *f;
 
+	uint64_t client_key;
+
 	if (worker_conn_open(w) == -1) {
 		front_refuse(fd);
 		return;
 	}
+	if (clientlim_open(sa, conf->limits.max_connections_per_client,
+	    &client_key) == -1) {
+		worker_conn_close(w);
+		front_refuse(fd);
+		return;
+	}
 	if ((f = calloc(1, sizeof(*f))) == NULL) {
+		clientlim_close(client_key);
 		worker_conn_close(w);
 		evutil_closesocket(fd);
 		return;
 	}
 	f->w = w;
+	f->client_key = client_key;
 	f->admin = admin;
 	net_peer_text(sa, f->peer, sizeof(f->peer));
 	if (sa->sa_family != AF_UNIX)
@@ -951,6 +964,7 @@ front_accept(struct worker *w, int fd, const struct sockaddr *sa, int socklen,
 			http1_free(f->parser);
 		if (f->resume != NULL)
 			event_free(f->resume);
+		clientlim_close(client_key);
 		worker_conn_close(w);
 		free(f);
 		return;

@@ -70,18 +70,17 @@ class HostileLimits(unittest.TestCase):
 				for c in held:
 					c.close()
 
-	# Needs a conf key limits.max_connections_per_client (src/conf.c,
-	# docs/conf.md) enforced at accept (src/front.c front_accept or
-	# src/worker.c): a table of open connections per client address
-	# (IPv4 address, IPv6 /64), shared by the workers; beyond the limit
-	# the connection is closed at once like one over max_connections.
-	@unittest.expectedFailure
+	# limits.max_connections_per_client: open connections per client
+	# address (IPv4 address, IPv6 /64) across workers; beyond it the
+	# connection is refused at once like one over max_connections.
 	@timeout(30)
 	def test_max_connections_per_client_address(self):
 		port = free_port()
-		with Daemon({"listen": ["127.0.0.1:%d" % port,
+		d = Daemon({"listen": ["127.0.0.1:%d" % port,
 		    "[::1]:%d" % port],
-		    "limits": {"max_connections_per_client": 5}}) as d:
+		    "limits": {"max_connections_per_client": 5}})
+		d.port = port		# the health check's port
+		with d:
 			held = []
 			try:
 				for _ in range(5):
