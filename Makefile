@@ -113,7 +113,7 @@ python:
 	sh tests/python/run.sh
 
 integ: all
-	BUILD=$(BUILD) python3 tests/integ/run.py
+	BUILD=$(BUILD) INGRESSD_SANITIZED=$(SAN) python3 tests/integ/run.py
 
 # ASan+UBSan: a separate tree, the same tests.
 asan: deps

@@ -3,6 +3,7 @@ client reading at 20 MB/s and a 200 MB upload to a replica reading at
 20 MB/s go through with ingressd's RSS under 64 MB, because WINDOW credits
 push back on the fast side instead of ingressd buffering."""
 
+import os
 import socket
 import threading
 import time
@@ -14,6 +15,9 @@ from harness import Daemon, RssSampler, sleep_stats, timeout
 SIZE = 200 * 1024 * 1024	# ~10.5 s at RATE each way
 RATE = 20 * 1000 * 1000		# bytes/s
 RSS_MAX_KB = 64 * 1024
+# Under ASan the RSS holds shadow memory and the quarantine of freed
+# buffers (up to 256 MB): the bound is proven by the plain build's run.
+SANITIZED = os.environ.get("INGRESSD_SANITIZED") == "1"
 # How far the fast side may run ahead of the slow one: a window, the
 # daemon's buffers and the kernel's socket buffers (several MB each on
 # loopback TCP).  Without flow control it would be most of SIZE.
@@ -29,6 +33,8 @@ class Flow(unittest.TestCase):
 
 	@timeout(45)
 	def test_large_response_to_slow_reader(self):
+		if SANITIZED:
+			self.skipTest("RSS bound not meaningful under ASan")
 		with Daemon(conf()) as d:
 			self.assertEqual(d.request("GET", "/sleep?ms=0").status,
 			    200)
@@ -80,6 +86,8 @@ class Flow(unittest.TestCase):
 
 	@timeout(45)
 	def test_large_upload_to_slow_replica(self):
+		if SANITIZED:
+			self.skipTest("RSS bound not meaningful under ASan")
 		with Daemon(conf()) as d:
 			self.assertEqual(d.request("GET", "/sleep?ms=0").status,
 			    200)
