@@ -1293,6 +1293,22 @@ registry_endpoint_json(struct registry *r, struct reg_endpoint *ep,
 	return o;
 }
 
+/*
+ * A deployment is as good as its best worker's handle: ready beats
+ * warming beats resolving beats failed beats idle (the enum's order is
+ * not that: failed comes last in it).
+ */
+static int
+registry_hstate_rank(int st)
+{
+	static const int rank[REG_H_NSTATES] = {
+		[REG_H_IDLE] = 0, [REG_H_FAILED] = 1, [REG_H_RESOLVING] = 2,
+		[REG_H_WARMING] = 3, [REG_H_READY] = 4,
+	};
+
+	return rank[st];
+}
+
 /* How many workers hold a handle in each state (idle: none). */
 static json_t *
 registry_handles_json(struct registry *r, struct reg_deployment *d, int *best)
@@ -1306,7 +1322,7 @@ registry_handles_json(struct registry *r, struct reg_deployment *d, int *best)
 		if (st < 0 || st >= REG_H_NSTATES)
 			continue;
 		count[st]++;
-		if (st > *best)
+		if (registry_hstate_rank(st) > registry_hstate_rank(*best))
 			*best = st;
 	}
 	if ((o = json_object()) == NULL)

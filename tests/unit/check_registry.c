@@ -253,6 +253,33 @@ START_TEST(test_status_json)
 }
 END_TEST
 
+/* One worker ready, another failed: the deployment is ready. */
+START_TEST(test_status_best_worker)
+{
+	struct conf	*c1;
+	struct registry	*r;
+	json_t		*doc;
+	char		 err[512];
+
+	c1 = load("\"api\": {\"endpoints\": [\"127.0.0.1:9001\"]}");
+	r = registry_new(c1, 2, tmpdir, err, sizeof err);
+	ck_assert_msg(r != NULL, "%s", err);
+	registry_publish_hstate(find(r, "api"), 0, REG_H_READY);
+	registry_publish_hstate(find(r, "api"), 1, REG_H_FAILED);
+	doc = registry_status_json(r);
+	ck_assert_str_eq(json_string_value(json_object_get(json_object_get(doc,
+	    "api"), "state")), "ready");
+	json_decref(doc);
+	registry_publish_hstate(find(r, "api"), 0, REG_H_IDLE);
+	doc = registry_status_json(r);
+	ck_assert_str_eq(json_string_value(json_object_get(json_object_get(doc,
+	    "api"), "state")), "failed");
+	json_decref(doc);
+	registry_free(r);
+	conf_free(c1);
+}
+END_TEST
+
 /* What the notify hook heard: "kind:name" lines. */
 static char	heard[4096];
 
@@ -605,6 +632,7 @@ registry_suite(void)
 	tcase_add_test(tc, test_spawn_generations);
 	tcase_add_test(tc, test_failed_reload_changes_nothing);
 	tcase_add_test(tc, test_status_json);
+	tcase_add_test(tc, test_status_best_worker);
 	tcase_add_test(tc, test_register);
 	tcase_add_test(tc, test_many_names);
 	tcase_add_test(tc, test_dns_addresses);
