@@ -378,16 +378,23 @@ handle_drop(struct handle *h)
 static int
 handle_try_attach(struct handle *h, struct stream *s)
 {
-	struct balance_cand cand[64];
-	unsigned i, n = h->nups < 64 ? h->nups : 64;
+	struct balance_cand stack[64], *cand = stack;
+	unsigned i, n = h->nups;
 	int k;
 
+	/* Every replica is a candidate; only very large deployments pay
+	 * for an allocation. */
+	if (n > 64 && (cand = calloc(n, sizeof(*cand))) == NULL)
+		return -1;
 	for (i = 0; i < n; i++) {
 		cand[i].ready = upstream_is_ready(h->ups[i].up);
 		cand[i].load = upstream_in_flight(h->ups[i].up);
 		cand[i].cap = upstream_capacity(h->ups[i].up);
 	}
-	if ((k = balance_pick(cand, n, worker_rng(h->w))) == -1)
+	k = balance_pick(cand, n, worker_rng(h->w));
+	if (cand != stack)
+		free(cand);
+	if (k == -1)
 		return -1;
 	return upstream_attach(h->ups[k].up, s);
 }
