@@ -620,9 +620,3 @@ handle_table_expire(struct worker *w, double ttl)
 		    worker_id(w), n, (handle_clock_fine() - t0) * 1e3);
 	return n;
 }
-
-unsigned
-handle_table_count(const struct worker *w)
-{
-	return worker_handles(w)->count;
-}

@@ -50,7 +50,5 @@ void		 handle_release(struct handle *);
 /* The worker's tick: free the handles idle for ttl seconds or more (0:
  * never), least recently used first.  Returns how many went. */
 unsigned	 handle_table_expire(struct worker *, double ttl);
-/* Handles in the table. */
-unsigned	 handle_table_count(const struct worker *);
 
 #endif

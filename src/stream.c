@@ -138,12 +138,6 @@ stream_responded(const struct stream *s)
 	return s->responded;
 }
 
-int
-stream_is_attached(const struct stream *s)
-{
-	return s->state == S_ATTACHED;
-}
-
 const char *
 stream_replica(const struct stream *s)
 {

@@ -56,7 +56,6 @@ void		 stream_submit(struct stream *, struct handle *);
 /* Request body from the client (copied), and its end. */
 void		 stream_body(struct stream *, const char *p, size_t n);
 void		 stream_body_end(struct stream *);
-int		 stream_is_attached(const struct stream *);
 int		 stream_responded(const struct stream *);
 /* Can the stream take more body now (attached, with credit, nothing
  * held back)?  When not, the front stops reading the client. */
