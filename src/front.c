@@ -14,13 +14,13 @@
  * loop, so nothing here frees the connection synchronously: front_close()
  * only marks it, and the resume event frees it from the top of the loop.
  */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
 #include <event2/buffer.h>
-#include <event2/bufferevent.h>
 #include <event2/event.h>
 
 #include "admin.h"
@@ -35,6 +35,7 @@
 #include "reqlog.h"
 #include "resp.h"
 #include "route.h"
+#include "sock.h"
 #include "stream.h"
 #include "wire.h"
 #include "worker.h"
@@ -51,7 +52,7 @@ enum front_timer { T_NONE, T_HEADER, T_BODY, T_IDLE };
 
 struct front {
 	struct worker	*w;
-	struct bufferevent *bev;
+	struct sock	*sock;
 	struct http1	*parser;
 	struct deadline	 timer;		/* header, body, idle or linger */
 	struct event	*resume;	/* deferred work: next request or free */
@@ -119,10 +120,17 @@ front_schedule(struct front *f)
 
 /* Writing ------------------------------------------------------------- */
 
+/* The output, for appending: it is flushed later in this loop pass. */
 static struct evbuffer *
 front_out(struct front *f)
 {
-	return bufferevent_get_output(f->bev);
+	return sock_output(f->sock);
+}
+
+static size_t
+front_out_len(struct front *f)
+{
+	return sock_output_len(f->sock);
 }
 
 static double
@@ -138,7 +146,7 @@ front_now(struct front *f)
 static void
 front_count_out(struct front *f, size_t before)
 {
-	f->log.bytes_out += evbuffer_get_length(front_out(f)) - before;
+	f->log.bytes_out += front_out_len(f) - before;
 }
 
 /* The request is over (or abandoned): one record for log and metrics. */
@@ -163,7 +171,7 @@ front_reqlog(struct front *f, int aborted)
 static void
 front_respond_local(struct front *f, int status, const char *why)
 {
-	size_t before = evbuffer_get_length(front_out(f));
+	size_t before = front_out_len(f);
 
 	resp_error(front_out(f), f->minor, status, why, f->request_id,
 	    f->keep_alive, f->is_head);
@@ -209,7 +217,7 @@ front_respond_admin(struct front *f)
 	if (body == NULL) {
 		front_respond_local(f, status, NULL);
 	} else {
-		size_t before = evbuffer_get_length(front_out(f));
+		size_t before = front_out_len(f);
 
 		resp_simple(front_out(f), f->minor, status, ctype, body, len,
 		    f->request_id, f->keep_alive, f->is_head);
@@ -254,7 +262,7 @@ front_resp_head(void *arg, int status, const struct wire_field *fields,
 		    "replica sent a bad Content-Length");
 		return;
 	}
-	before = evbuffer_get_length(front_out(f));
+	before = front_out_len(f);
 	resp_head(front_out(f), f->minor, status, fields, n, f->request_id,
 	    f->framing, clen, f->keep_alive);
 	front_count_out(f, before);
@@ -269,7 +277,7 @@ front_resp_data(void *arg, struct evbuffer *buf)
 {
 	struct front *f = arg;
 	size_t n = evbuffer_get_length(buf);
-	size_t before = evbuffer_get_length(front_out(f));
+	size_t before = front_out_len(f);
 
 	if (!f->resp_started || f->resp_done || f->framing == RESP_NONE) {
 		evbuffer_drain(buf, n);
@@ -288,7 +296,7 @@ front_resp_data(void *arg, struct evbuffer *buf)
 static void
 front_credit(struct front *f)
 {
-	uint64_t out = evbuffer_get_length(front_out(f));
+	uint64_t out = front_out_len(f);
 	uint64_t gone;
 
 	if (f->stream == NULL || f->resp_given <= f->resp_credited + out)
@@ -379,7 +387,7 @@ front_stream_writable(void *arg)
 		f->log.replica = stream_replica(f->stream);
 	}
 	/* Body bytes may be waiting in the input for the stream. */
-	bufferevent_enable(f->bev, EV_READ);
+	sock_read_enable(f->sock, 1);
 	front_schedule(f);
 }
 
@@ -688,7 +696,7 @@ front_free(struct front *f)
 	if (f->stream != NULL)
 		stream_abort(f->stream);
 	http1_free(f->parser);
-	bufferevent_free(f->bev);
+	sock_free(f->sock);
 	deadline_del(&f->timer);
 	event_free(f->resume);
 	free(f->target);
@@ -705,7 +713,7 @@ front_close(struct front *f)
 {
 	f->closing = 1;
 	front_disarm(f);
-	bufferevent_disable(f->bev, EV_READ);
+	sock_read_enable(f->sock, 0);
 	if (f->stream != NULL) {
 		stream_abort(f->stream);
 		f->stream = NULL;
@@ -733,7 +741,7 @@ front_next(struct front *f)
 		front_close(f);
 		return;
 	}
-	front_arm(f, evbuffer_get_length(bufferevent_get_input(f->bev)) > 0 ?
+	front_arm(f, sock_input_len(f->sock) > 0 ?
 	    T_HEADER : T_IDLE);
 }
 
@@ -750,7 +758,7 @@ front_parse_error(struct front *f)
 		f->stream = NULL;
 	}
 	if (!f->resp_started) {
-		size_t before = evbuffer_get_length(front_out(f));
+		size_t before = front_out_len(f);
 
 		resp_error(front_out(f), 1, status,
 		    http1_error_reason(f->parser), f->request_id[0] ?
@@ -782,7 +790,7 @@ front_body_too_slow(struct front *f)
 static void
 front_process(struct front *f)
 {
-	struct evbuffer *in = bufferevent_get_input(f->bev);
+	struct evbuffer *in = sock_input(f->sock);
 	struct evbuffer_iovec v;
 	enum http1_state st;
 	size_t consumed;
@@ -797,11 +805,15 @@ front_process(struct front *f)
 		if (f->stream != NULL && !stream_can_take_body(f->stream)) {
 			/* No replica or no credit yet: leave the body in the
 			 * socket, where TCP pushes back on the client. */
-			bufferevent_disable(f->bev, EV_READ);
+			sock_read_enable(f->sock, 0);
 			return;
 		}
-		if (evbuffer_peek(in, -1, NULL, &v, 1) < 1 || v.iov_len == 0)
+		if (evbuffer_peek(in, -1, NULL, &v, 1) < 1 || v.iov_len == 0) {
+			/* All parsed: read again (a full input had stopped
+			 * reading until now). */
+			sock_read_enable(f->sock, 1);
 			return;
+		}
 		if (http1_idle(f->parser) && f->timer_kind == T_IDLE)
 			front_arm(f, T_HEADER);
 		st = http1_feed(f->parser, v.iov_base, v.iov_len, &consumed);
@@ -821,13 +833,14 @@ front_process(struct front *f)
 }
 
 static void
-front_read_cb(struct bufferevent *bev, void *arg)
+front_read_cb(void *arg)
 {
 	front_process(arg);
 }
 
+/* Output at or under FRONT_WRITE_LOW. */
 static void
-front_write_cb(struct bufferevent *bev, void *arg)
+front_drained_cb(void *arg)
 {
 	struct front *f = arg;
 
@@ -843,7 +856,7 @@ front_resume_cb(evutil_socket_t fd, short ev, void *arg)
 	struct front *f = arg;
 
 	if (f->closing) {
-		if (evbuffer_get_length(front_out(f)) == 0)
+		if (front_out_len(f) == 0)
 			front_free(f);
 		return;
 	}
@@ -851,13 +864,12 @@ front_resume_cb(evutil_socket_t fd, short ev, void *arg)
 }
 
 static void
-front_event_cb(struct bufferevent *bev, short what, void *arg)
+front_error_cb(void *arg, int eof)
 {
 	struct front *f = arg;
 
-	if (what & BEV_EVENT_ERROR)
-		log_debug("client %s: %s", f->peer,
-		    evutil_socket_error_to_string(EVUTIL_SOCKET_ERROR()));
+	if (!eof)
+		log_debug("client %s: %s", f->peer, strerror(errno));
 	/* EOF or error: whatever is in flight is abandoned (CANCEL). */
 	front_free(f);
 }
@@ -867,7 +879,7 @@ static void
 front_timeout_close(struct front *f, const char *why)
 {
 	if (!f->resp_started) {
-		size_t before = evbuffer_get_length(front_out(f));
+		size_t before = front_out_len(f);
 
 		resp_error(front_out(f), 1, 408, why, NULL, 0, 0);
 		front_count_out(f, before);
@@ -894,6 +906,10 @@ front_timer_cb(evutil_socket_t fd, short ev, void *arg)
 	else
 		front_close(f);
 }
+
+static const struct sock_cbs front_sock_cbs = {
+	front_read_cb, front_drained_cb, NULL, front_error_cb,
+};
 
 /*
  * Over limits.max_connections: a clear 503 in one non-blocking send, then
@@ -951,15 +967,14 @@ front_accept(struct worker *w, int fd, const struct sockaddr *sa, int socklen,
 	lim.max_headers = conf->limits.max_headers;
 	lim.max_body = conf->limits.max_body;
 	f->parser = http1_new(&lim, &front_http1_callbacks, f);
-	f->bev = bufferevent_socket_new(worker_base(w), fd,
-	    BEV_OPT_CLOSE_ON_FREE);
+	f->sock = sock_new(worker_base(w), fd, &front_sock_cbs, f);
 	deadline_init(&f->timer, worker_base(w), front_timer_cb, f);
 	f->resume = event_new(worker_base(w), -1, 0, front_resume_cb, f);
-	if (f->parser == NULL || f->bev == NULL || f->resume == NULL) {
-		if (f->bev == NULL)
+	if (f->parser == NULL || f->sock == NULL || f->resume == NULL) {
+		if (f->sock == NULL)
 			evutil_closesocket(fd);
 		else
-			bufferevent_free(f->bev);
+			sock_free(f->sock);
 		if (f->parser != NULL)
 			http1_free(f->parser);
 		if (f->resume != NULL)
@@ -973,15 +988,7 @@ front_accept(struct worker *w, int fd, const struct sockaddr *sa, int socklen,
 	f->minor = 1;
 	f->log.upstream_s = -1;
 	front_link(f);
-	bufferevent_setcb(f->bev, front_read_cb, front_write_cb, front_event_cb,
-	    f);
-	/* libevent reads 4 KiB at a time by default: a streamed upload
-	 * would cost a syscall per 4 KiB. */
-	bufferevent_set_max_single_read(f->bev, FRONT_READ_HIGH);
-	bufferevent_set_max_single_write(f->bev, FRONT_READ_HIGH);
-	bufferevent_setwatermark(f->bev, EV_READ, 0, FRONT_READ_HIGH);
-	bufferevent_setwatermark(f->bev, EV_WRITE, FRONT_WRITE_LOW, 0);
-	bufferevent_enable(f->bev, EV_READ | EV_WRITE);
+	sock_set_limits(f->sock, FRONT_READ_HIGH, FRONT_WRITE_LOW);
 	front_arm(f, T_HEADER);
 }
 

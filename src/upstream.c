@@ -14,7 +14,6 @@
 #include <sys/socket.h>
 
 #include <event2/buffer.h>
-#include <event2/bufferevent.h>
 #include <event2/event.h>
 
 #include "conf.h"
@@ -22,6 +21,7 @@
 #include "log.h"
 #include "net.h"
 #include "registry.h"
+#include "sock.h"
 #include "stream.h"
 #include "upstream.h"
 #include "wire.h"
@@ -38,7 +38,7 @@ struct upstream {
 	struct reg_endpoint *ep;
 	struct ep_stats	*st;		/* this worker's slot in ep */
 	enum upstream_state state;
-	struct bufferevent *bev;
+	struct sock	*sock;
 	struct event	*timer;		/* connect, ping or backoff */
 	unsigned	 backoff_ms;
 	int		 hello_seen;
@@ -66,12 +66,17 @@ struct upstream {
 
 static void	upstream_connect(struct upstream *);
 static void	upstream_fail(struct upstream *, const char *);
-static void	upstream_read_cb(struct bufferevent *, void *);
-static void	upstream_event_cb(struct bufferevent *, short, void *);
+static void	upstream_read_cb(void *);
+static void	upstream_connected_cb(void *);
+static void	upstream_error_cb(void *, int);
 static void	upstream_timer_cb(evutil_socket_t, short, void *);
 static void	upstream_revive(struct upstream *);
 static void	upstream_park(struct upstream *);
 
+
+static const struct sock_cbs upstream_sock_cbs = {
+	upstream_read_cb, NULL, upstream_connected_cb, upstream_error_cb,
+};
 
 static const char *state_names[] = {
 	"idle", "connecting", "warming", "ready", "down",
@@ -151,7 +156,7 @@ upstream_count(_Atomic uint64_t *c)
 static void
 upstream_write(struct upstream *up, const void *p, size_t n)
 {
-	evbuffer_add(bufferevent_get_output(up->bev), p, n);
+	evbuffer_add(sock_output(up->sock), p, n);
 	up->out_added += n;
 }
 
@@ -193,9 +198,9 @@ upstream_get(struct worker *w, struct reg_endpoint *ep)
 static void
 upstream_close(struct upstream *up)
 {
-	if (up->bev != NULL) {
-		bufferevent_free(up->bev);
-		up->bev = NULL;
+	if (up->sock != NULL) {
+		sock_free(up->sock);
+		up->sock = NULL;
 	}
 }
 
@@ -207,7 +212,7 @@ upstream_goodbye(struct upstream *up, const char *text)
 	uint8_t buf[WIRE_HEADER_SIZE + 10 + 64];
 	size_t n;
 
-	if (up->bev == NULL || up->state != UPSTREAM_READY)
+	if (up->sock == NULL || up->state != UPSTREAM_READY)
 		return;
 	memset(&g, 0, sizeof(g));
 	g.last_stream = up->next_id - 1;
@@ -218,8 +223,7 @@ upstream_goodbye(struct upstream *up, const char *text)
 	    (n = wire_encode_goaway(buf, &g)) == 0)
 		return;
 	upstream_write(up, buf, n);
-	evbuffer_write(bufferevent_get_output(up->bev),
-	    bufferevent_getfd(up->bev));
+	sock_write_now(up->sock);
 }
 
 void
@@ -327,23 +331,20 @@ upstream_connect(struct upstream *up)
 	up->goaway = 0;
 	up->ping_out = 0;
 	up->next_id = 1;
-	up->bev = bufferevent_socket_new(worker_base(up->w), -1,
-	    BEV_OPT_CLOSE_ON_FREE);
-	if (up->bev == NULL) {
+	up->sock = sock_new(worker_base(up->w), -1, &upstream_sock_cbs, up);
+	if (up->sock == NULL) {
 		upstream_fail(up, "out of memory");
 		return;
 	}
-	bufferevent_setcb(up->bev, upstream_read_cb, NULL, upstream_event_cb, up);
-	/* Large reads and writes: many streams share this socket. */
-	bufferevent_set_max_single_read(up->bev, UPSTREAM_IO_CHUNK);
-	bufferevent_set_max_single_write(up->bev, UPSTREAM_IO_CHUNK);
+	/* Read ahead past the largest frame, which must be whole to go on. */
+	sock_set_limits(up->sock, WIRE_HEADER_SIZE + WIRE_MAX_PAYLOAD +
+	    UPSTREAM_IO_CHUNK, 0);
 	up->out_added = 0;
-	bufferevent_enable(up->bev, EV_READ | EV_WRITE);
 	upstream_set_state(up, UPSTREAM_CONNECTING);
 	upstream_arm(up, conf->timeouts.connect);
-	if (bufferevent_socket_connect(up->bev,
-	    (struct sockaddr *)&up->ep->addr.ss, (int)up->ep->addr.len) == -1)
-		upstream_fail(up, "connect failed");
+	if (sock_connect(up->sock, (struct sockaddr *)&up->ep->addr.ss,
+	    (socklen_t)up->ep->addr.len) == -1)
+		upstream_fail(up, strerror(errno));
 }
 
 static void
@@ -366,7 +367,7 @@ upstream_warm(struct upstream *up)
 	struct wire_hello hello;
 	uint8_t buf[WIRE_HEADER_SIZE + 8 + 2 * 256];
 	size_t n;
-	int fd = bufferevent_getfd(up->bev);
+	int fd = sock_fd(up->sock);
 
 	if (up->ep->addr.ss.ss_family != AF_UNIX)
 		net_nodelay(fd);
@@ -419,9 +420,8 @@ upstream_fail(struct upstream *up, const char *why)
 	else
 		log_debug("replica %s (%s): %s", up->ep->id, up->ep->addr.text,
 		    why);
-	if (up->bev != NULL)
-		written = up->out_added -
-		    evbuffer_get_length(bufferevent_get_output(up->bev));
+	if (up->sock != NULL)
+		written = up->out_added - sock_output_len(up->sock);
 	else
 		written = up->written_at_close;
 	upstream_close(up);
@@ -441,19 +441,16 @@ upstream_fail(struct upstream *up, const char *why)
 }
 
 static void
-upstream_event_cb(struct bufferevent *bev, short what, void *arg)
+upstream_connected_cb(void *arg)
 {
-	struct upstream *up = arg;
+	upstream_warm(arg);
+}
 
-	if (what & BEV_EVENT_CONNECTED) {
-		upstream_warm(up);
-		return;
-	}
-	if (what & BEV_EVENT_EOF)
-		upstream_fail(up, "connection closed by replica");
-	else if (what & BEV_EVENT_ERROR)
-		upstream_fail(up, evutil_socket_error_to_string(
-		    EVUTIL_SOCKET_ERROR()));
+static void
+upstream_error_cb(void *arg, int eof)
+{
+	upstream_fail(arg, eof ? "connection closed by replica" :
+	    strerror(errno));
 }
 
 /*
@@ -556,7 +553,7 @@ upstream_attach(struct upstream *up, struct stream *s)
 	while (up->slots[up->next_id & (up->nslots - 1)] != NULL)
 		up->next_id++;
 	id = up->next_id++;
-	out = bufferevent_get_output(up->bev);
+	out = sock_output(up->sock);
 	before = evbuffer_get_length(out);
 	stream_set_sent_at(s, up->out_added);
 	if (stream_encode(s, id, out) == -1) {
@@ -642,7 +639,7 @@ upstream_cancel(struct upstream *up, struct stream *s, uint32_t code)
 	if (upstream_lookup(up, id) != s)
 		return;
 	upstream_detach(up, id);
-	if (up->bev != NULL) {
+	if (up->sock != NULL) {
 		wire_encode_cancel(frame, id, code);
 		upstream_write(up, frame, sizeof(frame));
 	}
@@ -656,7 +653,7 @@ upstream_cancel(struct upstream *up, struct stream *s, uint32_t code)
  * own, freed when its output has drained, on any event, or after a second.
  */
 struct upstream_linger {
-	struct bufferevent *bev;
+	struct sock	*sock;
 	struct event	*timer;
 };
 
@@ -664,19 +661,21 @@ static void
 upstream_linger_done(struct upstream_linger *l)
 {
 	event_free(l->timer);
-	bufferevent_free(l->bev);
+	sock_free(l->sock);
 	free(l);
 }
 
 static void
-upstream_linger_write_cb(struct bufferevent *bev, void *arg)
+upstream_linger_drained_cb(void *arg)
 {
-	if (evbuffer_get_length(bufferevent_get_output(bev)) == 0)
-		upstream_linger_done(arg);
+	struct upstream_linger *l = arg;
+
+	if (sock_output_len(l->sock) == 0)
+		upstream_linger_done(l);
 }
 
 static void
-upstream_linger_event_cb(struct bufferevent *bev, short what, void *arg)
+upstream_linger_error_cb(void *arg, int eof)
 {
 	upstream_linger_done(arg);
 }
@@ -686,6 +685,10 @@ upstream_linger_timer_cb(evutil_socket_t fd, short what, void *arg)
 {
 	upstream_linger_done(arg);
 }
+
+static const struct sock_cbs upstream_linger_cbs = {
+	NULL, upstream_linger_drained_cb, NULL, upstream_linger_error_cb,
+};
 
 static void
 upstream_linger(struct upstream *up)
@@ -700,13 +703,11 @@ upstream_linger(struct upstream *up)
 		free(l);
 		return;
 	}
-	l->bev = up->bev;
-	up->written_at_close = up->out_added -
-	    evbuffer_get_length(bufferevent_get_output(up->bev));
-	up->bev = NULL;
-	bufferevent_disable(l->bev, EV_READ);
-	bufferevent_setcb(l->bev, NULL, upstream_linger_write_cb,
-	    upstream_linger_event_cb, l);
+	l->sock = up->sock;
+	up->written_at_close = up->out_added - sock_output_len(up->sock);
+	up->sock = NULL;
+	sock_read_enable(l->sock, 0);
+	sock_set_cbs(l->sock, &upstream_linger_cbs, l);
 	evtimer_add(l->timer, &tv);
 }
 
@@ -728,8 +729,7 @@ upstream_protocol_error(struct upstream *up, const char *what, int rc)
 	 * still queued belong to requests that upstream_fail() will retry
 	 * elsewhere, and flushing them as well could run a request twice.
 	 */
-	if (up->bev != NULL &&
-	    evbuffer_get_length(bufferevent_get_output(up->bev)) == 0 &&
+	if (up->sock != NULL && sock_output_len(up->sock) == 0 &&
 	    (n = wire_encode_error(buf, 0, &e)) > 0) {
 		upstream_write(up, buf, n);
 		upstream_linger(up);
@@ -948,16 +948,17 @@ upstream_peek_header(const uint8_t *p, struct wire_frame *f)
 }
 
 static void
-upstream_read_cb(struct bufferevent *bev, void *arg)
+upstream_read_cb(void *arg)
 {
 	struct upstream *up = arg;
-	struct evbuffer *in = bufferevent_get_input(bev);
+	struct sock *sk = up->sock;
+	struct evbuffer *in = sock_input(sk);
 	struct wire_frame f;
 	const uint8_t *p;
 	size_t len, need;
 	int rc;
 
-	while (up->bev == bev && (len = evbuffer_get_length(in)) >=
+	while (up->sock == sk && (len = evbuffer_get_length(in)) >=
 	    WIRE_HEADER_SIZE) {
 		p = evbuffer_pullup(in, WIRE_HEADER_SIZE);
 		rc = wire_decode_frame(p, WIRE_HEADER_SIZE, &f, &need);
@@ -990,7 +991,7 @@ upstream_read_cb(struct bufferevent *bev, void *arg)
 			continue;
 		}
 		upstream_on_frame(up, &f);
-		if (up->bev == bev)
+		if (up->sock == sk)
 			evbuffer_drain(in, need);
 	}
 }
@@ -1020,7 +1021,7 @@ upstream_release(struct upstream *up)
 	if (up->nwatch > 0 || up->released)
 		return;
 	up->released = 1;
-	if (up->in_flight == 0 || up->bev == NULL) {
+	if (up->in_flight == 0 || up->sock == NULL) {
 		upstream_park(up);
 		return;
 	}

@@ -1,0 +1,390 @@
+/*
+ * sock.c -- a non-blocking stream socket with evbuffers (see sock.h).
+ *
+ * Two events per socket.  The read event is persistent and stays added
+ * while input is wanted and under read_max.  The write event does double
+ * duty: made active by hand (no system call) to flush once per loop pass,
+ * and added only while a write came back short or a connect is pending.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include <event2/buffer.h>
+#include <event2/event.h>
+
+#include "sock.h"
+
+/* The first read of a burst; doubled while reads fill it, up to the max. */
+#define SOCK_CHUNK_MIN		(16 * 1024 - 128)
+#define SOCK_CHUNK_MAX		(256 * 1024)
+/* Reads per wake-up before other sockets get their turn. */
+#define SOCK_READ_ROUNDS	4
+
+struct sock {
+	int		 fd;
+	struct event_base *base;
+	struct event	*rev, *wev;
+	struct evbuffer	*in, *out;
+	const struct sock_cbs *cbs;
+	void		*arg;
+	size_t		 read_max;
+	size_t		 write_low;
+	size_t		 chunk;		/* the next read's size */
+	unsigned	 depth;		/* callbacks running */
+	unsigned	 want_read:1;	/* the owner wants input */
+	unsigned	 reading:1;	/* rev is added */
+	unsigned	 writing:1;	/* wev is added */
+	unsigned	 flushing:1;	/* wev is made active */
+	unsigned	 connecting:1;
+	unsigned	 dead:1;	/* sock_free() inside a callback */
+};
+
+static void	sock_read_cb(evutil_socket_t, short, void *);
+static void	sock_write_cb(evutil_socket_t, short, void *);
+
+static int
+sock_attach(struct sock *s, int fd)
+{
+	s->fd = fd;
+	s->rev = event_new(s->base, fd, EV_READ | EV_PERSIST, sock_read_cb, s);
+	s->wev = event_new(s->base, fd, EV_WRITE | EV_PERSIST, sock_write_cb,
+	    s);
+	return s->rev == NULL || s->wev == NULL ? -1 : 0;
+}
+
+/* Read events on exactly while input is wanted and there is room. */
+static void
+sock_update_read(struct sock *s)
+{
+	int on = s->want_read && !s->connecting && !s->dead && s->fd >= 0 &&
+	    evbuffer_get_length(s->in) < s->read_max;
+
+	if (on == s->reading)
+		return;
+	if (on)
+		event_add(s->rev, NULL);
+	else
+		event_del(s->rev);
+	s->reading = on;
+}
+
+static void
+sock_arm_write(struct sock *s, int on)
+{
+	if (on == s->writing)
+		return;
+	if (on)
+		event_add(s->wev, NULL);
+	else
+		event_del(s->wev);
+	s->writing = on;
+}
+
+struct sock *
+sock_new(struct event_base *base, int fd, const struct sock_cbs *cbs,
+    void *arg)
+{
+	struct sock *s;
+
+	if ((s = calloc(1, sizeof(*s))) == NULL)
+		return NULL;
+	s->base = base;
+	s->fd = -1;
+	s->cbs = cbs;
+	s->arg = arg;
+	s->read_max = SOCK_CHUNK_MAX;
+	s->write_low = 0;
+	s->chunk = SOCK_CHUNK_MIN;
+	s->want_read = 1;
+	s->in = evbuffer_new();
+	s->out = evbuffer_new();
+	if (s->in == NULL || s->out == NULL ||
+	    (fd >= 0 && sock_attach(s, fd) == -1)) {
+		s->fd = -1;	/* the caller still owns fd on failure */
+		sock_free(s);
+		return NULL;
+	}
+	sock_update_read(s);
+	return s;
+}
+
+int
+sock_connect(struct sock *s, const struct sockaddr *sa, socklen_t len)
+{
+	int fd;
+
+	if (s->fd >= 0)
+		return -1;
+	fd = socket(sa->sa_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC,
+	    0);
+	if (fd == -1)
+		return -1;
+	if (sock_attach(s, fd) == -1) {
+		errno = ENOMEM;
+		return -1;
+	}
+	if (connect(fd, sa, len) == -1 && errno != EINPROGRESS)
+		return -1;
+	/* Finished or not, sock_write_cb reports it: never from in here. */
+	s->connecting = 1;
+	sock_arm_write(s, 1);
+	return 0;
+}
+
+static void
+sock_destroy(struct sock *s)
+{
+	if (s->rev != NULL)
+		event_free(s->rev);
+	if (s->wev != NULL)
+		event_free(s->wev);
+	if (s->fd >= 0)
+		close(s->fd);
+	if (s->in != NULL)
+		evbuffer_free(s->in);
+	if (s->out != NULL)
+		evbuffer_free(s->out);
+	free(s);
+}
+
+void
+sock_free(struct sock *s)
+{
+	if (s == NULL)
+		return;
+	if (s->depth == 0) {
+		sock_destroy(s);
+		return;
+	}
+	/* Inside one of our callbacks: quiet now, freed on the way out. */
+	s->dead = 1;
+	if (s->rev != NULL)
+		event_del(s->rev);
+	if (s->wev != NULL)
+		event_del(s->wev);
+	s->reading = s->writing = s->flushing = 0;
+}
+
+void
+sock_set_cbs(struct sock *s, const struct sock_cbs *cbs, void *arg)
+{
+	s->cbs = cbs;
+	s->arg = arg;
+}
+
+void
+sock_set_limits(struct sock *s, size_t read_max, size_t write_low)
+{
+	s->read_max = read_max;
+	s->write_low = write_low;
+	sock_update_read(s);
+}
+
+struct evbuffer *
+sock_input(struct sock *s)
+{
+	return s->in;
+}
+
+struct evbuffer *
+sock_output(struct sock *s)
+{
+	if (!s->flushing && !s->writing && !s->connecting && !s->dead &&
+	    s->fd >= 0) {
+		s->flushing = 1;
+		event_active(s->wev, EV_WRITE, 1);
+	}
+	return s->out;
+}
+
+size_t
+sock_output_len(const struct sock *s)
+{
+	return evbuffer_get_length(s->out);
+}
+
+size_t
+sock_input_len(const struct sock *s)
+{
+	return evbuffer_get_length(s->in);
+}
+
+int
+sock_fd(const struct sock *s)
+{
+	return s->fd;
+}
+
+void
+sock_read_enable(struct sock *s, int on)
+{
+	s->want_read = on != 0;
+	sock_update_read(s);
+}
+
+void
+sock_write_now(struct sock *s)
+{
+	if (s->fd >= 0 && !s->connecting && evbuffer_get_length(s->out) > 0)
+		(void)evbuffer_write_atmost(s->out, s->fd, -1);
+}
+
+/* Callbacks ------------------------------------------------------------ */
+
+static void
+sock_enter(struct sock *s)
+{
+	s->depth++;
+}
+
+/* Returns -1 when the sock was freed inside the callbacks. */
+static int
+sock_leave(struct sock *s)
+{
+	if (--s->depth == 0 && s->dead) {
+		sock_destroy(s);
+		return -1;
+	}
+	return s->dead ? -1 : 0;
+}
+
+static void
+sock_fail(struct sock *s, int eof, int err)
+{
+	s->want_read = 0;
+	sock_update_read(s);
+	sock_arm_write(s, 0);
+	errno = err;
+	if (s->cbs->error != NULL)
+		s->cbs->error(s->arg, eof);
+}
+
+/* One readv of at most want bytes into the input's free space. */
+static ssize_t
+sock_read_once(struct sock *s, size_t want)
+{
+	struct evbuffer_iovec v[2];
+	struct iovec iov[2];
+	size_t left = want, take;
+	ssize_t n;
+	int i, nv;
+
+	if ((nv = evbuffer_reserve_space(s->in, (ev_ssize_t)want, v, 2)) < 1) {
+		errno = ENOMEM;
+		return -1;
+	}
+	for (i = 0; i < nv; i++) {
+		take = v[i].iov_len < left ? v[i].iov_len : left;
+		iov[i].iov_base = v[i].iov_base;
+		iov[i].iov_len = take;
+		left -= take;
+	}
+	if ((n = readv(s->fd, iov, nv)) <= 0)
+		return n;
+	left = (size_t)n;
+	for (i = 0; i < nv && left > 0; i++) {
+		take = iov[i].iov_len < left ? iov[i].iov_len : left;
+		v[i].iov_len = take;
+		left -= take;
+	}
+	evbuffer_commit_space(s->in, v, i);
+	return n;
+}
+
+static void
+sock_read_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct sock *s = arg;
+	size_t len, want, got = 0;
+	int rounds, eof = 0, err = 0;
+	ssize_t n;
+
+	for (rounds = 0; rounds < SOCK_READ_ROUNDS; rounds++) {
+		if ((len = evbuffer_get_length(s->in)) >= s->read_max)
+			break;
+		want = s->read_max - len < s->chunk ? s->read_max - len :
+		    s->chunk;
+		if ((n = sock_read_once(s, want)) == 0) {
+			eof = 1;
+			break;
+		}
+		if (n < 0) {
+			if (errno != EAGAIN && errno != EWOULDBLOCK &&
+			    errno != EINTR)
+				err = errno;
+			break;
+		}
+		got += (size_t)n;
+		if ((size_t)n < want) {
+			/* The kernel had no more: a small read sizes the next. */
+			if ((size_t)n < s->chunk / 4 && s->chunk > SOCK_CHUNK_MIN)
+				s->chunk /= 2;
+			break;
+		}
+		if (want == s->chunk && s->chunk < SOCK_CHUNK_MAX)
+			s->chunk *= 2;
+	}
+	sock_enter(s);
+	if (got > 0 && s->cbs->read != NULL)
+		s->cbs->read(s->arg);
+	if (!s->dead && (eof || err))
+		sock_fail(s, eof, err);
+	if (sock_leave(s) == 0)
+		sock_update_read(s);
+}
+
+static void
+sock_connect_done(struct sock *s)
+{
+	int err = 0;
+	socklen_t len = sizeof(err);
+
+	if (getsockopt(s->fd, SOL_SOCKET, SO_ERROR, &err, &len) == -1)
+		err = errno;
+	if (err == EINPROGRESS || err == EALREADY)
+		return;		/* not yet */
+	s->connecting = 0;
+	sock_enter(s);
+	if (err != 0)
+		sock_fail(s, 0, err);
+	else if (s->cbs->connected != NULL)
+		s->cbs->connected(s->arg);
+	if (sock_leave(s) == -1)
+		return;
+	sock_update_read(s);
+	sock_arm_write(s, evbuffer_get_length(s->out) > 0);
+}
+
+static void
+sock_write_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct sock *s = arg;
+	size_t left;
+	int n = 0;
+
+	s->flushing = 0;
+	if (s->connecting) {
+		sock_connect_done(s);
+		return;
+	}
+	if (evbuffer_get_length(s->out) > 0 &&
+	    (n = evbuffer_write_atmost(s->out, s->fd, -1)) < 0) {
+		if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
+			sock_enter(s);
+			sock_fail(s, 0, errno);
+			sock_leave(s);
+			return;
+		}
+		n = 0;
+	}
+	left = evbuffer_get_length(s->out);
+	sock_arm_write(s, left > 0);
+	if (n > 0 && left <= s->write_low && s->cbs->drained != NULL) {
+		sock_enter(s);
+		s->cbs->drained(s->arg);
+		sock_leave(s);
+	}
+}
