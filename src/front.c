@@ -48,7 +48,14 @@
 /* Output at or below this: credit the replica for what has gone. */
 #define FRONT_WRITE_LOW		(64 * 1024)
 
-enum front_timer { T_NONE, T_HEADER, T_BODY, T_IDLE };
+/*
+ * A request that closes the connection when answered is not read behind:
+ * its client is watched for going away (to cancel the stream) only if the
+ * answer takes longer than this.  A quick answer then costs no epoll_ctl.
+ */
+#define FRONT_WATCH_DELAY	0.1
+
+enum front_timer { T_NONE, T_HEADER, T_BODY, T_IDLE, T_WATCH };
 
 struct front {
 	struct worker	*w;
@@ -102,7 +109,8 @@ front_arm(struct front *f, enum front_timer kind)
 
 	f->timer_kind = kind;
 	deadline_set(&f->timer, kind == T_HEADER ? t->header :
-	    kind == T_BODY ? t->body : t->keepalive);
+	    kind == T_BODY ? t->body : kind == T_WATCH ? FRONT_WATCH_DELAY :
+	    t->keepalive);
 }
 
 static void
@@ -387,7 +395,8 @@ front_stream_writable(void *arg)
 		f->log.replica = stream_replica(f->stream);
 	}
 	/* Body bytes may be waiting in the input for the stream. */
-	sock_read_enable(f->sock, 1);
+	if (!f->req_done)
+		sock_read_enable(f->sock, 1);
 	front_schedule(f);
 }
 
@@ -653,6 +662,10 @@ front_req_end(void *arg)
 
 	f->req_done = 1;
 	front_disarm(f);
+	if (f->stream != NULL && !f->keep_alive) {
+		sock_read_enable(f->sock, 0);
+		front_arm(f, T_WATCH);
+	}
 	if (f->stream != NULL)
 		stream_body_end(f->stream);
 	else if (f->local_status == -1)
@@ -899,7 +912,11 @@ front_timer_cb(evutil_socket_t fd, short ev, void *arg)
 		front_free(f);		/* the client stopped reading */
 		return;
 	}
-	if (f->timer_kind == T_HEADER)
+	if (f->timer_kind == T_WATCH) {
+		/* Slow to answer: see a client that goes away. */
+		f->timer_kind = T_NONE;
+		sock_read_enable(f->sock, 1);
+	} else if (f->timer_kind == T_HEADER)
 		front_timeout_close(f, "request header not received in time");
 	else if (f->timer_kind == T_BODY)
 		front_timeout_close(f, "request body not received in time");
@@ -960,8 +977,6 @@ front_accept(struct worker *w, int fd, const struct sockaddr *sa, int socklen,
 	f->client_key = client_key;
 	f->admin = admin;
 	net_peer_text(sa, f->peer, sizeof(f->peer));
-	if (sa->sa_family != AF_UNIX)
-		net_nodelay(fd);
 	lim.max_request_line = conf->limits.max_request_line;
 	lim.max_header_bytes = conf->limits.max_header_bytes;
 	lim.max_headers = conf->limits.max_headers;

@@ -1,8 +1,8 @@
 /*
  * front.h -- a client connection: HTTP/1.1 in, responses out.
  *
- * Reads into a bufferevent, feeds http1, routes each request, streams its
- * body to a replica stream and its response back.  One request at a time per
+ * Reads into its sock (src/sock.h), feeds http1, routes each request,
+ * streams its body to a replica stream and its response back.  One request at a time per
  * connection: pipelined requests wait in the input buffer, so responses go
  * back in order.  Timeouts: header read (408), body read (408), keep-alive
  * idle (close).

@@ -39,7 +39,9 @@ struct sock {
 	unsigned	 writing:1;	/* wev is added */
 	unsigned	 flushing:1;	/* wev is made active */
 	unsigned	 connecting:1;
+	unsigned	 probing:1;	/* rev made active, not yet added */
 	unsigned	 dead:1;	/* sock_free() inside a callback */
+	unsigned	 failed:1;	/* EOF or error: no more I/O */
 };
 
 static void	sock_read_cb(evutil_socket_t, short, void *);
@@ -59,10 +61,12 @@ sock_attach(struct sock *s, int fd)
 static void
 sock_update_read(struct sock *s)
 {
-	int on = s->want_read && !s->connecting && !s->dead && s->fd >= 0 &&
-	    evbuffer_get_length(s->in) < s->read_max;
+	int on = s->want_read && !s->connecting && !s->dead && !s->failed &&
+	    s->fd >= 0 && evbuffer_get_length(s->in) < s->read_max;
 
-	if (on == s->reading)
+	/* libevent ignores event_add() on an active event: wait for the
+	 * first read to run. */
+	if (s->probing || on == s->reading)
 		return;
 	if (on)
 		event_add(s->rev, NULL);
@@ -107,7 +111,16 @@ sock_new(struct event_base *base, int fd, const struct sock_cbs *cbs,
 		sock_free(s);
 		return NULL;
 	}
-	sock_update_read(s);
+	/*
+	 * An accepted socket is read at once, before its read event is
+	 * registered: the request is usually there already, and one that
+	 * is answered and closed in a pass or two then never costs an
+	 * epoll_ctl.  Activating an event is no system call.
+	 */
+	if (fd >= 0) {
+		s->probing = 1;
+		event_active(s->rev, EV_READ, 1);
+	}
 	return s;
 }
 
@@ -193,7 +206,7 @@ struct evbuffer *
 sock_output(struct sock *s)
 {
 	if (!s->flushing && !s->writing && !s->connecting && !s->dead &&
-	    s->fd >= 0) {
+	    !s->failed && s->fd >= 0) {
 		s->flushing = 1;
 		event_active(s->wev, EV_WRITE, 1);
 	}
@@ -254,6 +267,7 @@ sock_leave(struct sock *s)
 static void
 sock_fail(struct sock *s, int eof, int err)
 {
+	s->failed = 1;
 	s->want_read = 0;
 	sock_update_read(s);
 	sock_arm_write(s, 0);
@@ -302,6 +316,11 @@ sock_read_cb(evutil_socket_t fd, short what, void *arg)
 	int rounds, eof = 0, err = 0;
 	ssize_t n;
 
+	s->probing = 0;
+	if (!s->want_read) {
+		sock_update_read(s);	/* paused before the first read */
+		return;
+	}
 	for (rounds = 0; rounds < SOCK_READ_ROUNDS; rounds++) {
 		if ((len = evbuffer_get_length(s->in)) >= s->read_max)
 			break;
@@ -348,9 +367,12 @@ sock_connect_done(struct sock *s)
 		return;		/* not yet */
 	s->connecting = 0;
 	sock_enter(s);
-	if (err != 0)
+	if (err != 0) {
 		sock_fail(s, 0, err);
-	else if (s->cbs->connected != NULL)
+		sock_leave(s);
+		return;		/* one error, whatever was queued */
+	}
+	if (s->cbs->connected != NULL)
 		s->cbs->connected(s->arg);
 	if (sock_leave(s) == -1)
 		return;
@@ -370,6 +392,8 @@ sock_write_cb(evutil_socket_t fd, short what, void *arg)
 		sock_connect_done(s);
 		return;
 	}
+	if (s->failed)
+		return;
 	if (evbuffer_get_length(s->out) > 0 &&
 	    (n = evbuffer_write_atmost(s->out, s->fd, -1)) < 0) {
 		if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {

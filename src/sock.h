@@ -11,10 +11,13 @@
  *     queued by separate callbacks leave in one writev), and EV_WRITE is
  *     armed only while the kernel takes less than everything.
  * The read event stays registered while reading is wanted and the input
- * is under its limit, so a keep-alive request costs one read and one writev.
+ * is under its limit, so a keep-alive request costs one read and one writev;
+ * a new accepted socket is read once before its event is registered.
  *
  * Callbacks run only from the socket's own events, never from inside a
- * sock_* call; any of them may call sock_free().
+ * sock_* call; any of them may call sock_free().  After the error callback
+ * (EOF included) the socket does no more I/O: owners free it.  A client's
+ * half-close is therefore an abort, as it was with bufferevent.
  */
 #ifndef INGRESSD_SOCK_H
 #define INGRESSD_SOCK_H

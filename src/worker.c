@@ -33,6 +33,7 @@
 #include "handle.h"
 #include "log.h"
 #include "metrics.h"
+#include "net.h"
 #include "registry.h"
 #include "route.h"
 #include "upstream.h"
@@ -340,6 +341,9 @@ worker_add_listener(struct worker *w, int fd, int admin)
 
 	if (w->nlisteners == WORKER_MAX_LISTENERS)
 		return -1;
+	/* Accepted sockets inherit TCP_NODELAY from the listener on Linux:
+	 * set once here, not once per connection. */
+	net_nodelay(fd);
 	/* CLOSE_ON_EXEC: accepted sockets must not leak into replicas. */
 	l = evconnlistener_new(w->base, worker_accept_cb, w,
 	    LEV_OPT_CLOSE_ON_FREE | LEV_OPT_CLOSE_ON_EXEC, -1, fd);
