@@ -33,7 +33,7 @@ TARGETS = ["ingressd", "haproxy", "nginx-proxy", "h2o", "nginx-uwsgi",
            "nginx-direct"]
 STREAM_TARGETS = ["ingressd", "haproxy", "nginx-proxy", "h2o", "direct"]
 TOOLS = ["wrk", "wrk1", "wrk1k", "ab", "abk"]
-MODES = ["down", "up", "up-chunked"]
+MODES = ["down", "down-chunked", "up", "up-chunked"]
 REFS = [("nginx-proxy", "x nginx-proxy"), ("haproxy", "x haproxy"),
         ("nginx-direct", "x direct")]
 TARGET_NOTE = {
@@ -50,6 +50,9 @@ TARGET_NOTE = {
 MODE_NOTE = {
     "down": "download, Content-Length (ingressd: replica-sleep "
             "?source=N&rate=0; others: the origin nginx's /big file)",
+    "down-chunked": "download, Transfer-Encoding: chunked (ingressd: "
+                    "replica-sleep ?source=N&rate=0&chunked=1; others: "
+                    "bench/sink.py /source?bytes=N)",
     "up": "upload, Content-Length (ingressd: replica-sleep "
           "?sink=10^12; others: bench/sink.py)",
     "up-chunked": "upload, Transfer-Encoding: chunked (same backends)",
@@ -166,12 +169,18 @@ def proc_rss_kib(pids):
 
 # ---- streams -------------------------------------------------------------
 
+def is_down(mode):
+    return mode in ("down", "down-chunked")
+
+
 def stream_cmd(args):
     cmd = args.client.split() + [
         "curl", "-s", "-S", "--max-time", str(args.timeout),
         "-w", "%{http_code} %{size_download} %{size_upload} %{time_total}",
-        "-o", "/dev/null" if args.mode == "down" else args.raw + ".body"]
-    if args.mode != "down":
+        "-o", "/dev/null" if is_down(args.mode) else args.raw + ".body"]
+    if args.mode == "down-chunked":
+        cmd += ["-D", args.raw + ".head"]
+    if not is_down(args.mode):
         # No Expect: 100-continue: curl would wait for it on big bodies.
         cmd += ["-X", "POST", "-T", args.file, "-H", "Expect:",
                 "-H", "Content-Type: application/octet-stream"]
@@ -180,13 +189,47 @@ def stream_cmd(args):
     return cmd + [args.url]
 
 
+def final_head(path):
+    """The header names and values (lower-cased) of the last response
+    head curl -D wrote (interim 1xx heads come before it)."""
+    with open(path, "rb") as f:
+        text = f.read().decode("latin-1")
+    heads = [h for h in re.split(r"\r?\n\r?\n", text)
+             if h.startswith("HTTP/")]
+    if not heads:
+        raise ValueError("no response head in %s" % path)
+    fields = []
+    for line in heads[-1].splitlines()[1:]:
+        k, sep, v = line.partition(":")
+        if sep:
+            fields.append((k.strip().lower(), v.strip().lower()))
+    return fields
+
+
+def chunked_check(path):
+    """Why the download did not come chunked, or None."""
+    try:
+        fields = final_head(path)
+    except (OSError, ValueError) as e:
+        return "no response head: %s" % e
+    te = ",".join(v for k, v in fields if k == "transfer-encoding")
+    if "chunked" not in [t.strip() for t in te.split(",")]:
+        return "not chunked (transfer-encoding: %r)" % (te or None)
+    if any(k == "content-length" for k, _ in fields):
+        return "chunked but with a content-length"
+    return None
+
+
 def stream_check(args, code, down):
     """Why this transfer does not count, or None."""
     if code != "200":
         return "status %s" % code
-    if args.mode == "down":
-        return None if down == args.bytes else \
-            "%d bytes downloaded, not %d" % (down, args.bytes)
+    if is_down(args.mode):
+        if down != args.bytes:
+            return "%d bytes downloaded, not %d" % (down, args.bytes)
+        if args.mode == "down-chunked":
+            return chunked_check(args.raw + ".head")
+        return None
     try:
         with open(args.raw + ".body") as f:
             got = json.load(f)["received"]
@@ -203,6 +246,10 @@ def cmd_stream(args):
     rss0 = peak = proc_rss_kib(proxy)
     p0, b0 = proc_ticks(proxy), proc_ticks(backend)
     cmd = stream_cmd(args)
+    try:
+        os.unlink(args.raw + ".head")  # no stale head may pass
+    except FileNotFoundError:
+        pass
     p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                          text=True)
     while p.poll() is None:
@@ -984,7 +1031,10 @@ def cmd_report(args):
            "median over rounds. Streams: RSS is VmRSS of the proxy's "
            "processes sampled every 50 ms (start: before the transfer); "
            "*direct* is curl to the origin nginx (download) or to "
-           "bench/sink.py (upload), whose figures are then the server's.",
+           "bench/sink.py (chunked download, upload), whose figures are "
+           "then the server's. A chunked download counts only if the "
+           "final response head has Transfer-Encoding: chunked and no "
+           "Content-Length (curl -D).",
            ""]
     with open(args.md, "w") as f:
         f.write("\n".join(md))

@@ -14,7 +14,7 @@
 # on every target alike.  CPU (utime+stime from /proc/PID/stat) of the proxy
 # and of its backend is read around every run, and instructions with
 # `perf stat` where the machine counts them.  Then STREAM_BYTES go through
-# each proxy (download; upload with Content-Length; upload chunked), rate
+# each proxy (download and upload, each with Content-Length and chunked), rate
 # and the proxy's peak RSS measured.  bench/bench.py parses, prints the
 # tables and checks issue 8's targets; $OUT/results.md gets them as
 # markdown, $OUT/raw/ keeps what the tools printed.
@@ -47,7 +47,7 @@ NGINX_KEEPALIVE=${NGINX_KEEPALIVE:-64}
 TOOLS=${TOOLS:-wrk wrk1 wrk1k ab abk}
 TARGETS=${TARGETS:-ingressd haproxy nginx-proxy h2o nginx-uwsgi nginx-direct}
 WORKERS=${WORKERS:-1}
-STREAM=${STREAM-down up up-chunked}
+STREAM=${STREAM-down down-chunked up up-chunked}
 STREAM_BYTES=${STREAM_BYTES:-$d_sbytes}
 STREAM_ROUNDS=${STREAM_ROUNDS:-$ROUNDS}
 PERF_EVENT=${PERF_EVENT:-instructions}
@@ -94,10 +94,12 @@ for t in $COUNT_TOOLS; do
 	case $t in wrk|ab) ;; *) die "COUNT_TOOLS: unknown '$t'" ;; esac
 done
 for m in $COUNT_STREAM; do
-	case $m in down|up|up-chunked) ;; *) die "COUNT_STREAM: unknown '$m'" ;; esac
+	case $m in down|down-chunked|up|up-chunked) ;;
+	*) die "COUNT_STREAM: unknown '$m'" ;; esac
 done
 for m in $STREAM; do
-	case $m in down|up|up-chunked) ;; *) die "STREAM: unknown '$m'" ;; esac
+	case $m in down|down-chunked|up|up-chunked) ;;
+	*) die "STREAM: unknown '$m'" ;; esac
 done
 for c in wrk ab curl "${PYTHON:-python3}" timeout pgrep "$NGINX"; do
 	command -v "$c" >/dev/null 2>&1 || die "$c not found (make deps)"
@@ -594,14 +596,17 @@ run_one() {
 }
 
 # The streaming targets: every HTTP proxy, ingressd, and "direct" (curl to
-# the origin nginx for downloads, to bench/sink.py for uploads).
+# the origin nginx for Content-Length downloads, to bench/sink.py for
+# chunked downloads and uploads).
 stream_url() {
-	local base
+	local base i="http://127.0.0.1:$P_INGRESSD/sleep"
 	case $1 in
 	ingressd)
 		case $2 in
-		down)	echo "http://127.0.0.1:$P_INGRESSD/sleep?source=$STREAM_BYTES&rate=0" ;;
-		*)	echo "http://127.0.0.1:$P_INGRESSD/sleep?sink=1000000000000" ;;
+		down)	echo "$i?source=$STREAM_BYTES&rate=0" ;;
+		down-chunked)
+			echo "$i?source=$STREAM_BYTES&rate=0&chunked=1" ;;
+		*)	echo "$i?sink=1000000000000" ;;
 		esac
 		return ;;
 	haproxy)	base=$P_HAPROXY ;;
@@ -612,6 +617,8 @@ stream_url() {
 	esac
 	case $2 in
 	down)	echo "http://127.0.0.1:$base/big" ;;
+	down-chunked)
+		echo "http://127.0.0.1:$base/source?bytes=$STREAM_BYTES" ;;
 	*)	echo "http://127.0.0.1:$base/sink" ;;
 	esac
 }

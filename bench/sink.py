@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""bench/sink.py -- the upload origin for the HTTP proxies in `make bench`.
+"""bench/sink.py -- the upload origin for the HTTP proxies in `make bench`,
+and their chunked download origin.
 
 Reads every request body to the end (Content-Length or chunked), counts the
 bytes and answers 200 {"received": N}, keeping the connection alive.  nginx
@@ -7,6 +8,11 @@ bytes and answers 200 {"received": N}, keeping the connection alive.  nginx
 path would not be measured; this server reads it all, like replica-sleep's
 ?sink does behind ingressd.  One thread per connection, 1 MiB reads into
 one buffer (the bytes are dropped): a few percent of a CPU at 1 GB/s.
+
+`GET /source?bytes=N` answers 200 with N bytes of 'x' and
+Transfer-Encoding: chunked (no Content-Length), like replica-sleep's
+?source=N&chunked=1 behind ingressd: 256 KiB chunks, prebuilt, four to a
+sendall(), so the proxies, not Python, set the rate.
 
   python3 bench/sink.py --port PORT      (127.0.0.1 only; stop it by pid)
 """
@@ -16,9 +22,14 @@ import json
 import socket
 import sys
 import threading
+import urllib.parse
 
 READ = 1 << 20
 HEAD_MAX = 64 << 10
+CHUNK = 256 << 10
+SOURCE_MAX = 1 << 40
+# Four whole chunks, framing included: one sendall() each.
+BLOCK = (b"%x\r\n" % CHUNK + b"x" * CHUNK + b"\r\n") * 4
 
 
 class Bad(Exception):
@@ -74,6 +85,36 @@ def read_chunked(f, scratch):
         f.readline(16)			# CRLF after the chunk
 
 
+def source_bytes(line):
+    """N from "GET /source?bytes=N HTTP/1.1"; None if not such a request,
+    -1 if N is bad."""
+    parts = line.split()
+    if len(parts) != 3 or parts[0] != b"GET":
+        return None
+    url = urllib.parse.urlsplit(parts[1].decode("latin-1"))
+    if url.path != "/source":
+        return None
+    v = urllib.parse.parse_qs(url.query).get("bytes", [""])[0]
+    if not v.isdigit() or int(v) > SOURCE_MAX:
+        return -1
+    return int(v)
+
+
+def send_source(conn, n):
+    """N bytes of 'x', chunked: whole blocks, then the rest in one write."""
+    conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/octet-stream"
+                 b"\r\nTransfer-Encoding: chunked\r\n\r\n")
+    for _ in range(n // (4 * CHUNK)):
+        conn.sendall(BLOCK)
+    n %= 4 * CHUNK
+    tail = []
+    while n > 0:
+        k = min(n, CHUNK)
+        tail.append(b"%x\r\n%s\r\n" % (k, b"x" * k))
+        n -= k
+    conn.sendall(b"".join(tail) + b"0\r\n\r\n")
+
+
 def serve(conn):
     scratch = bytearray(READ)
     f = conn.makefile("rb", buffering=READ)
@@ -89,10 +130,18 @@ def serve(conn):
                 n = int(hdrs.get(b"content-length", b"0"))
                 if not drain(f, n, scratch):
                     return
-            body = json.dumps({"received": n}).encode() + b"\n"
-            conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json"
-                         b"\r\nContent-Length: %d\r\n\r\n%s"
-                         % (len(body), body))
+            want = source_bytes(line)
+            if want is not None and want >= 0:
+                send_source(conn, want)
+            else:
+                status = b"400 Bad Request" if want is not None \
+                    else b"200 OK"
+                body = json.dumps({"received": n} if want is None else
+                                  {"error": "bytes must be 0..2^40"})
+                body = body.encode() + b"\n"
+                conn.sendall(b"HTTP/1.1 %s\r\nContent-Type: "
+                             b"application/json\r\nContent-Length: %d"
+                             b"\r\n\r\n%s" % (status, len(body), body))
             if hdrs.get(b"connection", b"").lower() == b"close" or \
                     line.rstrip().endswith(b"HTTP/1.0"):
                 return

@@ -10,8 +10,10 @@
  *                  {"received": N}
  *   ?source=BYTES  (0..10^12) 200 with content-length BYTES of 'x', written
  *   [&rate=RATE]   at RATE bytes/s (0 or absent: as fast as ingressd's
- *                  credit allows), never queueing more than one piece
- *                  beyond the credit
+ *   [&chunked=C]   credit allows), never queueing more than one piece
+ *                  beyond the credit; chunked=1 (0 or 1, default 0): no
+ *                  content-length, so ingressd sends the body chunked to
+ *                  an HTTP/1.1 client (chunked is ignored without source)
  *   path .../stats or ?stats=1: 200 JSON counters of this process:
  *                  requests (other than stats), cancels (on_cancel calls),
  *                  cancel_frames (CANCEL/ERROR frames among them) and
@@ -53,6 +55,7 @@ struct nap {
 	uint64_t	 rate;		/* bytes/s, 0: unpaced (source) */
 	uint64_t	 total;		/* source: bytes to send */
 	uint64_t	 done;		/* sink: received, source: written */
+	int		 chunked;	/* source: no content-length */
 	double		 t0;
 };
 
@@ -318,7 +321,7 @@ stats_respond(struct replica_req *q, struct stats *st)
 static int
 nap_parse(struct replica_req *q, struct nap *n)
 {
-	unsigned long long ms = 0, chunks = 0, rate = 0, v;
+	unsigned long long ms = 0, chunks = 0, rate = 0, chunked = 0, v;
 	int	rc;
 
 	if (param(q, "ms", 0, MS_MAX, &ms) < 0) {
@@ -348,6 +351,11 @@ nap_parse(struct replica_req *q, struct nap *n)
 		n->total = v;
 		n->rate = rate;
 	}
+	if (param(q, "chunked", 0, 1, &chunked) < 0) {
+		bad_request(q, "chunked must be 0 or 1\n");
+		return -1;
+	}
+	n->chunked = chunked != 0;
 	return 0;
 }
 
@@ -373,6 +381,8 @@ nap_start(struct nap *n)
 		snprintf(clen, sizeof clen, "%llu",
 		    (unsigned long long)n->total);
 		src_hdrs[3] = clen;
+		if (n->chunked)
+			src_hdrs[2] = NULL;	/* ingressd picks the framing */
 		if (replica_respond(n->q, 200, src_hdrs, n->total == 0) != 0)
 			return -1;
 		if (n->total == 0) {

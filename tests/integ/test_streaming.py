@@ -40,6 +40,43 @@ class Streaming(unittest.TestCase):
 				r = c.request("GET", "/hello")
 				self.assertEqual(r.body, b"Hello world!")
 
+	def test_source_chunked(self):
+		"""replica-sleep ?source=N&chunked=1 sends no content-length:
+		ingressd frames it chunked to an HTTP/1.1 client (the bench's
+		down-chunked mode); without chunked=1 it has a Content-Length."""
+		n = 100000
+		with Daemon() as d:
+			with d.conn() as c:
+				r = c.request("GET",
+				    "/sleep?source=%d&chunked=1" % n)
+				self.assertEqual(r.status, 200, r)
+				self.assertTrue(r.chunked, r.headers)
+				self.assertEqual(
+				    r.header("transfer-encoding").lower(),
+				    "chunked", r.headers)
+				self.assertIsNone(r.header("content-length"),
+				    r.headers)
+				self.assertEqual(len(r.body), n)
+				self.assertEqual(r.body, b"x" * n)
+				self.assertGreater(len(r.chunk_times), 0)
+				# The same connection, Content-Length framing.
+				r = c.request("GET", "/sleep?source=%d" % n)
+				self.assertEqual(r.status, 200, r)
+				self.assertFalse(r.chunked, r.headers)
+				self.assertIsNone(r.header("transfer-encoding"),
+				    r.headers)
+				self.assertEqual(r.header("content-length"),
+				    str(n))
+				self.assertEqual(r.body, b"x" * n)
+				r = c.request("GET",
+				    "/sleep?source=%d&chunked=0" % n)
+				self.assertEqual(r.header("content-length"),
+				    str(n), r.headers)
+				self.assertEqual(len(r.body), n)
+				r = c.request("GET",
+				    "/sleep?source=%d&chunked=2" % n)
+				self.assertEqual(r.status, 400, r)
+
 	def test_sleep_with_content_length(self):
 		with Daemon() as d:
 			t0 = time.monotonic()
