@@ -47,7 +47,10 @@
 #include "replica.h"
 #include "wire.h"
 
-#define IN_DEFAULT	(64u << 10)	/* input buffer, grown for big frames */
+/* The input buffer holds a whole DATA frame as ingressd splits them
+ * (WIRE_MAX_DATA): a smaller one was grown and shrunk again for every
+ * frame of an upload, an mmap, page faults and a munmap each time. */
+#define IN_DEFAULT	(WIRE_HEADER_SIZE + WIRE_MAX_DATA)
 #define OUT_HIGH	(8u << 20)	/* stop reading above this much output */
 #define OUT_LOW		(1u << 20)	/* and resume below this */
 #define TAB_MIN		16		/* stream table buckets */
