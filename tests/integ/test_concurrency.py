@@ -63,59 +63,49 @@ class Concurrency(unittest.TestCase):
 			self.assertGreaterEqual(dt, 0.85)
 			self.assertLess(dt, 4.0)
 
-	def test_client_gone_cancels_stream(self):
-		over = {"deployments": {"sleep": {"spawn": {"replicas": 1}}}}
-		with Daemon(over) as d:
-			r = d.request("GET", "/sleep?ms=1")
-			self.assertEqual(r.status, 200, r)
-			c = d.conn()
-			c.send(b"GET /sleep?ms=3000 HTTP/1.1\r\nHost: x\r\n\r\n")
+	SLEEP1 = {"deployments": {"sleep": {"spawn": {"replicas": 1}}}}
 
-			def in_flight():
-				return d.deployments()["sleep"]["replicas"][0][
-				    "in_flight"]
-			wait_until(lambda: in_flight() == 1, 2.0,
-			    what="request in flight")
-			c.close()
-			# The stream is abandoned well before the 3 s sleep
-			# would have ended.
-			wait_until(lambda: in_flight() == 0, 1.5,
-			    what="in_flight back to 0 after the client left")
-			r = d.request("GET", "/sleep?ms=1")
-			self.assertEqual(r.status, 200, r)
+	def client_gone_cancels(self, d, head):
+		"""A sleep request (head) in flight; the client closes; the
+		stream is abandoned well before the 3 s sleep would end, and
+		the replica serves the next request."""
+		r = d.request("GET", "/sleep?ms=1")
+		self.assertEqual(r.status, 200, r)
+		c = d.conn()
+		c.send(head)
+
+		def in_flight():
+			return d.deployments()["sleep"]["replicas"][0]["in_flight"]
+		wait_until(lambda: in_flight() == 1, 2.0,
+		    what="request in flight")
+		c.close()
+		wait_until(lambda: in_flight() == 0, 1.5,
+		    what="in_flight back to 0 after the client left")
+		r = d.request("GET", "/sleep?ms=1")
+		self.assertEqual(r.status, 200, r)
+
+	def test_client_gone_cancels_stream(self):
+		with Daemon(self.SLEEP1) as d:
+			self.client_gone_cancels(d,
+			    b"GET /sleep?ms=3000 HTTP/1.1\r\nHost: x\r\n\r\n")
 
 	def test_client_gone_cancels_closing_request(self):
 		# A request that closes its connection is not read behind at
 		# first (src/sock.c: a quick answer then costs no epoll_ctl),
 		# but once the answer takes a while the client is watched
 		# again: going away still cancels the stream.
-		over = {"deployments": {"sleep": {"spawn": {"replicas": 1}}}}
-		with Daemon(over) as d:
-			r = d.request("GET", "/sleep?ms=1")
-			self.assertEqual(r.status, 200, r)
-			c = d.conn()
-			c.send(b"GET /sleep?ms=3000 HTTP/1.1\r\nHost: x\r\n"
+		with Daemon(self.SLEEP1) as d:
+			self.client_gone_cancels(d,
+			    b"GET /sleep?ms=3000 HTTP/1.1\r\nHost: x\r\n"
 			    b"Connection: close\r\n\r\n")
-
-			def in_flight():
-				return d.deployments()["sleep"]["replicas"][0][
-				    "in_flight"]
-			wait_until(lambda: in_flight() == 1, 2.0,
-			    what="request in flight")
-			c.close()
-			wait_until(lambda: in_flight() == 0, 1.5,
-			    what="in_flight back to 0 after the client left")
-			# A quick closing request is answered in full.
+			# A quick closing request is answered in full, then
+			# closed.
 			c = d.conn()
-			c.send(b"GET /sleep?ms=1 HTTP/1.0\r\nHost: x\r\n\r\n")
-			data = b""
-			while True:
-				chunk = c.sock.recv(65536)
-				if not chunk:
-					break
-				data += chunk
-			self.assertTrue(data.startswith(b"HTTP/1.0 200 "), data)
-
+			r = c.request("GET", "/sleep?ms=1", version="HTTP/1.0",
+			    host="x")
+			self.assertEqual((r.version, r.status),
+			    ("HTTP/1.0", 200), r)
+			self.assertTrue(c.wait_closed())
 
 if __name__ == "__main__":
 	unittest.main()

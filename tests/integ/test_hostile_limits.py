@@ -2,7 +2,6 @@
 address), header names and sections the wire cannot carry, bodies refused
 before anything is forwarded, and the documented defaults."""
 
-import socket
 import time
 import unittest
 
@@ -15,26 +14,21 @@ def forwarded(d, name):
 	return sum(r["requests"] for r in d.deployments()[name]["replicas"])
 
 
-def refused(port, host="127.0.0.1", family=socket.AF_INET):
+def refused(port, host="127.0.0.1"):
 	"""True when a new connection is closed without being served: EOF
 	or reset within 2 s, and nothing but (at most) a 503 said."""
-	s = socket.socket(family, socket.SOCK_STREAM)
-	s.settimeout(2.0)
+	c = Conn(port, timeout=2.0, host=host)
 	try:
-		s.connect((host, port))
-		s.sendall(b"GET /echo/x HTTP/1.1\r\nHost: x\r\n\r\n")
-		data = b""
-		while True:
-			d = s.recv(65536)
-			if not d:
-				break
-			data += d
+		c.send(b"GET /echo/x HTTP/1.1\r\nHost: x\r\n\r\n")
 	except (ConnectionResetError, BrokenPipeError):
-		data = b""
-	except socket.timeout:
-		return False
+		c.close()
+		return True
+	try:
+		if not c.wait_closed(2.0):
+			return False
+		data = bytes(c.buf)
 	finally:
-		s.close()
+		c.close()
 	return data == b"" or data.startswith(b"HTTP/1.1 503 ")
 
 
@@ -105,18 +99,11 @@ class HostileLimits(unittest.TestCase):
 			try:
 				self.assertTrue(refused(port))
 				# Another address is not held back.
-				s = socket.create_connection(("::1", port), 5)
-				s.sendall(b"GET /echo/v6 HTTP/1.1\r\nHost: x\r\n"
-				    b"Connection: close\r\n\r\n")
-				data = b""
-				while True:
-					chunk = s.recv(65536)
-					if not chunk:
-						break
-					data += chunk
-				s.close()
-				self.assertTrue(data.startswith(b"HTTP/1.1 200 "),
-				    data[:100])
+				with Conn(port, timeout=5, host="::1") as c:
+					r = c.request("GET", "/echo/v6",
+					    {"Connection": "close"}, host="x")
+				self.assertEqual((r.version, r.status),
+				    ("HTTP/1.1", 200), r)
 			finally:
 				for c in held:
 					c.close()
