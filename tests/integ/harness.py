@@ -136,6 +136,19 @@ def pid_cmdline(pid):
 		return ""
 
 
+def stop_proc(proc, timeout=5.0):
+	"""SIGTERM a child we started (if it still runs), SIGKILL it if it
+	outlives timeout, and reap it."""
+	if proc is None or proc.poll() is not None:
+		return
+	proc.terminate()
+	try:
+		proc.wait(timeout=timeout)
+	except subprocess.TimeoutExpired:
+		proc.kill()
+		proc.wait(timeout=timeout)
+
+
 def sockets_under(path):
 	found = []
 	for dirpath, _dirs, files in os.walk(path):
@@ -773,13 +786,7 @@ class Replica:
 		return self
 
 	def stop(self):
-		if self.proc and self.proc.poll() is None:
-			self.proc.terminate()
-			try:
-				self.proc.wait(timeout=5)
-			except subprocess.TimeoutExpired:
-				self.proc.kill()
-				self.proc.wait(timeout=5)
+		stop_proc(self.proc)
 		if self.logfile:
 			self.logfile.close()
 

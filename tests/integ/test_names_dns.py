@@ -54,13 +54,7 @@ class Dnsmasq:
 		return self
 
 	def stop(self):
-		if self.proc is not None and self.proc.poll() is None:
-			self.proc.terminate()
-			try:
-				self.proc.wait(timeout=5)
-			except subprocess.TimeoutExpired:
-				self.proc.kill()
-				self.proc.wait(timeout=5)
+		harness.stop_proc(self.proc)
 		if self.proc is not None:
 			self.logfile.close()
 		shutil.rmtree(self.dir, ignore_errors=True)
