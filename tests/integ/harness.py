@@ -136,6 +136,33 @@ def pid_cmdline(pid):
 		return ""
 
 
+def deployment(d, name):
+	"""GET /-/deployments/NAME on d's admin listener, as JSON."""
+	r = d.admin_get("/-/deployments/" + name)
+	if r.status != 200:
+		raise AssertionError("GET /-/deployments/%s: %d %r" % (name,
+		    r.status, r.body))
+	return r.json()
+
+
+def tcp_conns_to(port):
+	"""Established TCP connections whose local port is port (the
+	replica's side of each ingressd connection)."""
+	n = 0
+	for path in ("/proc/net/tcp", "/proc/net/tcp6"):
+		try:
+			with open(path) as f:
+				lines = f.read().splitlines()[1:]
+		except OSError:
+			continue
+		for ln in lines:
+			fields = ln.split()
+			local, state = fields[1], fields[3]
+			if state == "01" and int(local.split(":")[1], 16) == port:
+				n += 1
+	return n
+
+
 def stop_proc(proc, timeout=5.0):
 	"""SIGTERM a child we started (if it still runs), SIGKILL it if it
 	outlives timeout, and reap it."""

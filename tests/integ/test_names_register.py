@@ -6,7 +6,8 @@ import json
 import time
 import unittest
 
-from harness import Conn, Daemon, LoadLoop, Replica, request, wait_until
+from harness import Conn, Daemon, LoadLoop, Replica, deployment, request, \
+    tcp_conns_to, wait_until
 
 MODELS = {"prefix": "/models/", "deployment_from": "path"}
 
@@ -29,16 +30,8 @@ def delete(port, name, rid):
 	    (name, rid), timeout=5.0)
 
 
-def dep(d, name):
-	r = d.admin_get("/-/deployments/" + name)
-	if r.status != 200:
-		raise AssertionError("GET /-/deployments/%s: %d %r" % (name,
-		    r.status, r.body))
-	return r.json()
-
-
 def replica(d, name, rid):
-	for r in dep(d, name)["replicas"]:
+	for r in deployment(d, name)["replicas"]:
 		if r["id"] == rid:
 			return r
 	return None
@@ -63,7 +56,7 @@ class Register(unittest.TestCase):
 				    "max_ongoing_requests": 5})
 				self.assertEqual((r.status, r.json()["changed"],
 				    r.json()["version"]), (200, False, 1))
-				m = dep(d, "m")
+				m = deployment(d, "m")
 				self.assertEqual(m["source"], "register")
 				self.assertEqual([(x["id"], x["address"]) for x in
 				    m["replicas"]], [("r1", rep.listen)])
@@ -111,7 +104,7 @@ class Register(unittest.TestCase):
 				self.assertEqual(d.admin_get(
 				    "/-/deployments/nope").status, 404)
 				# Nothing refused changed anything.
-				self.assertEqual(dep(d, "m")["version"], 1)
+				self.assertEqual(deployment(d, "m")["version"], 1)
 				self.assertEqual(d.request("GET",
 				    "/models/m/x").status, 200)
 
@@ -139,7 +132,7 @@ class Register(unittest.TestCase):
 								    "/models/m/x")
 								self.assertEqual(
 								    r.status, 200, r)
-					m = dep(d, "m")
+					m = deployment(d, "m")
 					held = m["handles"]["ready"]
 					# However many requests: one resolution
 					# per worker that holds the name.
@@ -149,11 +142,11 @@ class Register(unittest.TestCase):
 				# resolution per handle, none for the others.
 				self.assertEqual(put(d.admin_port, "m", "r2",
 				    {"address": r2.listen}).status, 200)
-				wait_until(lambda: dep(d, "m")["resolutions"] ==
+				wait_until(lambda: deployment(d, "m")["resolutions"] ==
 				    2 * held, 3.0, what="one refresh per worker")
 				time.sleep(0.3)
-				self.assertEqual(dep(d, "m")["resolutions"], 2 * held)
-				self.assertEqual(dep(d, "m")["version"], 2)
+				self.assertEqual(deployment(d, "m")["resolutions"], 2 * held)
+				self.assertEqual(deployment(d, "m")["version"], 2)
 				# The new replica is warmed before it is used.
 				wait_until(lambda: replica(d, "m", "r2")["state"] ==
 				    "ready", 3.0, what="r2 ready")
@@ -235,27 +228,9 @@ class Register(unittest.TestCase):
 					    j["replica"]), ("n%d" % i, "multi"))
 				# One connection for all 50: every name's replica
 				# entry counts the pings of the same connection.
-				pings = {json.dumps([r["pings"] for r in dep(d,
+				pings = {json.dumps([r["pings"] for r in deployment(d,
 				    "n%d" % i)["replicas"]]) for i in (0, 49)}
 				self.assertEqual(len(pings), 1, pings)
-
-
-def tcp_conns_to(port):
-	"""Established TCP connections whose local port is port (the
-	replica's side of each ingressd connection)."""
-	n = 0
-	for path in ("/proc/net/tcp", "/proc/net/tcp6"):
-		try:
-			with open(path) as f:
-				lines = f.read().splitlines()[1:]
-		except OSError:
-			continue
-		for ln in lines:
-			fields = ln.split()
-			if fields[3] == "01" and \
-			    int(fields[1].split(":")[1], 16) == port:
-				n += 1
-	return n
 
 
 if __name__ == "__main__":

@@ -4,7 +4,7 @@
 import json
 import unittest
 
-from harness import Conn, Daemon, Replica, request
+from harness import Conn, Daemon, Replica, request, tcp_conns_to
 
 MODELS = {"prefix": "/models/", "deployment_from": "path"}
 
@@ -30,24 +30,6 @@ def register(admin_port, names, rid, address, conn=None):
 	finally:
 		if own:
 			c.close()
-
-
-def tcp_conns_to(port):
-	"""Established TCP connections whose local port is port (the
-	replica's side of each ingressd connection)."""
-	n = 0
-	for path in ("/proc/net/tcp", "/proc/net/tcp6"):
-		try:
-			with open(path) as f:
-				lines = f.read().splitlines()[1:]
-		except OSError:
-			continue
-		for ln in lines:
-			fields = ln.split()
-			local, state = fields[1], fields[3]
-			if state == "01" and int(local.split(":")[1], 16) == port:
-				n += 1
-	return n
 
 
 class NamesRoutes(unittest.TestCase):
