@@ -7,8 +7,8 @@ import json
 import time
 import unittest
 
-from harness import Daemon, Replica, deployment, metric, request, scrape, \
-    wait_until
+from harness import Daemon, Replica, metric, request, scrape, wait_until
+from harness import deployment as dep
 
 MODELS = {"prefix": "/models/", "deployment_from": "path"}
 
@@ -33,7 +33,7 @@ class Expiry(unittest.TestCase):
 					put(d, name, "r1", rep.listen)
 					r = d.request("GET", "/models/%s/x" % name)
 					self.assertEqual(r.status, 200, r)
-				a = deployment(d, "a")
+				a = dep(d, "a")
 				self.assertEqual((a["state"], a["resolutions"],
 				    a["evictions"]), ("ready", 1, 0), a)
 				# b stays busy; a idles past the TTL and goes.
@@ -43,19 +43,19 @@ class Expiry(unittest.TestCase):
 					    "/models/b/x").status, 200)
 					time.sleep(0.1)
 				a = wait_until(lambda: (lambda x: x if
-				    x["evictions"] == 1 else None)(deployment(d, "a")),
+				    x["evictions"] == 1 else None)(dep(d, "a")),
 				    2.0, what="a evicted")
 				self.assertEqual(a["state"], "idle", a)
 				self.assertEqual(a["handles"]["ready"], 0, a)
-				self.assertEqual(deployment(d, "b")["evictions"], 0)
+				self.assertEqual(dep(d, "b")["evictions"], 0)
 				# The connection is b's too: it stays.
 				self.assertEqual(a["replicas"][0]["state"], "ready")
 				# b goes too once idle; then nobody uses r1: its
 				# connection closes.
 				b = wait_until(lambda: (lambda x: x if
-				    x["evictions"] == 1 else None)(deployment(d, "b")),
+				    x["evictions"] == 1 else None)(dep(d, "b")),
 				    3.0, what="b evicted")
-				wait_until(lambda: deployment(d, "a")["replicas"][0][
+				wait_until(lambda: dep(d, "a")["replicas"][0][
 				    "state"] == "idle", 2.0,
 				    what="r1's connection released")
 				samples = scrape(d.admin_port)
@@ -65,12 +65,12 @@ class Expiry(unittest.TestCase):
 				    "ingressd_deployment_resolutions_total",
 				    deployment="a"), 1)
 				# Prewarmed handles never expire.
-				self.assertEqual(deployment(d, "echo")["evictions"], 0)
+				self.assertEqual(dep(d, "echo")["evictions"], 0)
 				# First use again: resolved (and connected) anew.
 				r = d.request("GET", "/models/a/again")
 				self.assertEqual(r.status, 200, r)
 				self.assertEqual(r.json()["deployment"], "a")
-				a = deployment(d, "a")
+				a = dep(d, "a")
 				self.assertEqual((a["state"], a["resolutions"]),
 				    ("ready", 2), a)
 
@@ -86,10 +86,10 @@ class Expiry(unittest.TestCase):
 				self.assertEqual(r.status, 200, r)
 				self.assertEqual(r.body, b"slept 1800 ms\n")
 				self.assertGreaterEqual(time.monotonic() - t0, 1.7)
-				s = deployment(d, "slow")
+				s = dep(d, "slow")
 				self.assertEqual((s["evictions"], s["resolutions"]),
 				    (0, 1), s)
-				wait_until(lambda: deployment(d, "slow")["evictions"] == 1,
+				wait_until(lambda: dep(d, "slow")["evictions"] == 1,
 				    2.0, what="evicted once idle")
 
 

@@ -6,8 +6,9 @@ import json
 import time
 import unittest
 
-from harness import Conn, Daemon, LoadLoop, Replica, deployment, request, \
+from harness import Conn, Daemon, LoadLoop, Replica, request, \
     tcp_conns_to, wait_until
+from harness import deployment as dep
 
 MODELS = {"prefix": "/models/", "deployment_from": "path"}
 
@@ -31,7 +32,7 @@ def delete(port, name, rid):
 
 
 def replica(d, name, rid):
-	for r in deployment(d, name)["replicas"]:
+	for r in dep(d, name)["replicas"]:
 		if r["id"] == rid:
 			return r
 	return None
@@ -56,7 +57,7 @@ class Register(unittest.TestCase):
 				    "max_ongoing_requests": 5})
 				self.assertEqual((r.status, r.json()["changed"],
 				    r.json()["version"]), (200, False, 1))
-				m = deployment(d, "m")
+				m = dep(d, "m")
 				self.assertEqual(m["source"], "register")
 				self.assertEqual([(x["id"], x["address"]) for x in
 				    m["replicas"]], [("r1", rep.listen)])
@@ -104,7 +105,7 @@ class Register(unittest.TestCase):
 				self.assertEqual(d.admin_get(
 				    "/-/deployments/nope").status, 404)
 				# Nothing refused changed anything.
-				self.assertEqual(deployment(d, "m")["version"], 1)
+				self.assertEqual(dep(d, "m")["version"], 1)
 				self.assertEqual(d.request("GET",
 				    "/models/m/x").status, 200)
 
@@ -132,7 +133,7 @@ class Register(unittest.TestCase):
 								    "/models/m/x")
 								self.assertEqual(
 								    r.status, 200, r)
-					m = deployment(d, "m")
+					m = dep(d, "m")
 					held = m["handles"]["ready"]
 					# However many requests: one resolution
 					# per worker that holds the name.
@@ -142,11 +143,11 @@ class Register(unittest.TestCase):
 				# resolution per handle, none for the others.
 				self.assertEqual(put(d.admin_port, "m", "r2",
 				    {"address": r2.listen}).status, 200)
-				wait_until(lambda: deployment(d, "m")["resolutions"] ==
+				wait_until(lambda: dep(d, "m")["resolutions"] ==
 				    2 * held, 3.0, what="one refresh per worker")
 				time.sleep(0.3)
-				self.assertEqual(deployment(d, "m")["resolutions"], 2 * held)
-				self.assertEqual(deployment(d, "m")["version"], 2)
+				self.assertEqual(dep(d, "m")["resolutions"], 2 * held)
+				self.assertEqual(dep(d, "m")["version"], 2)
 				# The new replica is warmed before it is used.
 				wait_until(lambda: replica(d, "m", "r2")["state"] ==
 				    "ready", 3.0, what="r2 ready")
@@ -228,7 +229,7 @@ class Register(unittest.TestCase):
 					    j["replica"]), ("n%d" % i, "multi"))
 				# One connection for all 50: every name's replica
 				# entry counts the pings of the same connection.
-				pings = {json.dumps([r["pings"] for r in deployment(d,
+				pings = {json.dumps([r["pings"] for r in dep(d,
 				    "n%d" % i)["replicas"]]) for i in (0, 49)}
 				self.assertEqual(len(pings), 1, pings)
 
