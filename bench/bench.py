@@ -476,41 +476,41 @@ def perf_counts(path):
     return counts
 
 
+def syscall_groups(c, per):
+    """The SC_GROUPS sums of perf_counts() c, each divided by per."""
+    return {g: sum(c.get("syscalls:sys_enter_" + x, 0) for x in names) / per
+            for g, names in SC_GROUPS}
+
+
 def load_counts(raw):
     """Syscalls per request from run.sh's counting runs."""
     rows = []
-    path = os.path.join(raw, "counts.tsv")
-    if not os.path.exists(path):
-        return rows
-    with open(path) as f:
-        for line in f:
-            f_ = line.rstrip("\n").split("\t")
-            if len(f_) != 3:
-                continue
-            target, tool, out = f_
-            out = os.path.join(raw, os.path.basename(out))
-            try:
-                with open(out, errors="replace") as o:
-                    m = re.search(r"^\s*(\d+) requests in|"
-                                  r"^Complete requests:\s+(\d+)",
-                                  o.read(), re.M)
-            except OSError:
-                m = None
-            n = int(m.group(1) or m.group(2)) if m else 0
-            if not n:
-                rows.append({"target": target, "tool": tool,
-                             "failed": "no %s output" % tool})
-                continue
-            row = {"target": target, "tool": tool, "requests": n}
-            for side in ("proxy", "backend"):
-                c = perf_counts(out + "." + side)
-                row[side] = c.get("raw_syscalls:sys_enter", 0) / n \
-                    if "raw_syscalls:sys_enter" in c else None
-                for g, names in SC_GROUPS:
-                    row["%s_%s" % (side, g)] = sum(
-                        c.get("syscalls:sys_enter_" + x, 0)
-                        for x in names) / n if c else None
-            rows.append(row)
+    for line in read_lines(os.path.join(raw, "counts.tsv")):
+        f_ = line.split("\t")
+        if len(f_) != 3:
+            continue
+        target, tool, out = f_
+        out = os.path.join(raw, os.path.basename(out))
+        try:
+            with open(out, errors="replace") as o:
+                m = re.search(r"^\s*(\d+) requests in|"
+                              r"^Complete requests:\s+(\d+)",
+                              o.read(), re.M)
+        except OSError:
+            m = None
+        n = int(m.group(1) or m.group(2)) if m else 0
+        if not n:
+            rows.append({"target": target, "tool": tool,
+                         "failed": "no %s output" % tool})
+            continue
+        row = {"target": target, "tool": tool, "requests": n}
+        for side in ("proxy", "backend"):
+            c = perf_counts(out + "." + side)
+            row[side] = c.get("raw_syscalls:sys_enter", 0) / n \
+                if "raw_syscalls:sys_enter" in c else None
+            for g, v in syscall_groups(c, n).items():
+                row["%s_%s" % (side, g)] = v if c else None
+        rows.append(row)
     return rows
 
 
@@ -518,8 +518,6 @@ def load_stream_counts(raw):
     """Syscalls per MiB moved, per proxy and mode, from count_stream."""
     rows = []
     path = os.path.join(raw, "count-streams.tsv")
-    if not os.path.exists(path):
-        return rows
     done = {(s["target"], s["mode"]): s for s in
             load_jsonl(os.path.join(raw, "count-streams.jsonl"))}
     for line in read_lines(path):
@@ -537,9 +535,7 @@ def load_stream_counts(raw):
         mib = s["bytes"] / (1 << 20)
         row = {"target": target, "mode": mode, "mbps": s["mbps"],
                "total": c.get("raw_syscalls:sys_enter", 0) / mib}
-        for g, names in SC_GROUPS:
-            row[g] = sum(c.get("syscalls:sys_enter_" + x, 0)
-                         for x in names) / mib
+        row.update(syscall_groups(c, mib))
         row["bytes_per_read"] = 1024 * 1024 / row["reads"] \
             if row["reads"] else None
         rows.append(row)
