@@ -61,17 +61,6 @@ struct handle_table {
 	struct handle	*lhead, *ltail;	/* LRU: most recent at the head */
 };
 
-/* FNV-1a: names are short, and the table grows to one per bucket. */
-static uint32_t
-handle_hash(const char *s)
-{
-	uint32_t h = 2166136261u;
-
-	while (*s != '\0')
-		h = (h ^ (unsigned char)*s++) * 16777619u;
-	return h;
-}
-
 /* Coarse is plenty for an idle TTL, and costs no system call. */
 static double
 handle_clock(void)
@@ -146,15 +135,16 @@ static void
 handle_table_grow(struct handle_table *t)
 {
 	struct handle **nb, *h, *next;
-	unsigned i, n = t->nbuckets * 2;
+	unsigned i, k, n = t->nbuckets * 2;
 
 	if ((nb = calloc(n, sizeof(*nb))) == NULL)
 		return;		/* longer chains, still correct */
 	for (i = 0; i < t->nbuckets; i++) {
 		for (h = t->buckets[i]; h != NULL; h = next) {
 			next = h->hnext;
-			h->hnext = nb[handle_hash(h->name) & (n - 1)];
-			nb[handle_hash(h->name) & (n - 1)] = h;
+			k = registry_name_hash(h->name) & (n - 1);
+			h->hnext = nb[k];
+			nb[k] = h;
 		}
 	}
 	free(t->buckets);
@@ -318,9 +308,9 @@ static struct handle *
 handle_find(struct handle_table *t, const char *name)
 {
 	struct handle *h;
+	uint32_t k = registry_name_hash(name) & (t->nbuckets - 1);
 
-	for (h = t->buckets[handle_hash(name) & (t->nbuckets - 1)]; h != NULL;
-	    h = h->hnext) {
+	for (h = t->buckets[k]; h != NULL; h = h->hnext) {
 		if (strcmp(h->name, name) == 0)
 			return h;
 	}
@@ -342,7 +332,7 @@ handle_get(struct worker *w, const char *name)
 		return NULL;
 	if (t->count >= t->nbuckets)
 		handle_table_grow(t);
-	hv = handle_hash(name) & (t->nbuckets - 1);
+	hv = registry_name_hash(name) & (t->nbuckets - 1);
 	h->hnext = t->buckets[hv];
 	t->buckets[hv] = h;
 	t->count++;
@@ -536,7 +526,7 @@ handle_unlink(struct handle_table *t, struct handle *h)
 {
 	struct handle **pp;
 
-	pp = &t->buckets[handle_hash(h->name) & (t->nbuckets - 1)];
+	pp = &t->buckets[registry_name_hash(h->name) & (t->nbuckets - 1)];
 	for (; *pp != NULL; pp = &(*pp)->hnext) {
 		if (*pp == h) {
 			*pp = h->hnext;
