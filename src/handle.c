@@ -15,13 +15,13 @@
  */
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "balance.h"
 #include "conf.h"
 #include "handle.h"
 #include "log.h"
 #include "metrics.h"
+#include "monotime.h"
 #include "registry.h"
 #include "stream.h"
 #include "upstream.h"
@@ -60,25 +60,6 @@ struct handle_table {
 	unsigned	 count;
 	struct handle	*lhead, *ltail;	/* LRU: most recent at the head */
 };
-
-/* Coarse is plenty for an idle TTL, and costs no system call. */
-static double
-handle_clock(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-static double
-handle_clock_fine(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
 
 struct handle_table *
 handle_table_new(void)
@@ -325,7 +306,7 @@ handle_get(struct worker *w, const char *name)
 	uint32_t hv;
 
 	if ((h = handle_find(t, name)) != NULL) {
-		handle_touch(t, h, handle_clock());
+		handle_touch(t, h, monotime_coarse());
 		return h;
 	}
 	if ((h = handle_resolve(w, name)) == NULL)
@@ -336,7 +317,7 @@ handle_get(struct worker *w, const char *name)
 	h->hnext = t->buckets[hv];
 	t->buckets[hv] = h;
 	t->count++;
-	h->used = handle_clock();
+	h->used = monotime_coarse();
 	handle_lru_push(t, h);
 	return h;
 }
@@ -595,8 +576,8 @@ handle_table_expire(struct worker *w, double ttl)
 
 	if (ttl <= 0)
 		return 0;
-	now = handle_clock();
-	t0 = handle_clock_fine();
+	now = monotime_coarse();
+	t0 = monotime_now();
 	while ((h = t->ltail) != NULL && now - h->used >= ttl) {
 		if (h->refs > 0 || h->pinned) {
 			handle_touch(t, h, now);
@@ -607,6 +588,6 @@ handle_table_expire(struct worker *w, double ttl)
 	}
 	if (n > 0)
 		log_debug("worker %u: %u idle handle(s) freed in %.2f ms",
-		    worker_id(w), n, (handle_clock_fine() - t0) * 1e3);
+		    worker_id(w), n, (monotime_now() - t0) * 1e3);
 	return n;
 }

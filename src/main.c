@@ -25,7 +25,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -41,6 +40,7 @@
 #include "handle.h"
 #include "log.h"
 #include "metrics.h"
+#include "monotime.h"
 #include "net.h"
 #include "registry.h"
 #include "route.h"
@@ -115,15 +115,6 @@ usage(FILE *fp)
 	    "  -h       this help\n"
 	    "signals: HUP reload, USR1 reopen log files, TERM/INT graceful "
 	    "stop\n", DEFAULT_CONF);
-}
-
-static double
-daemon_now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
 /* Start-up ------------------------------------------------------------- */
@@ -806,7 +797,7 @@ daemon_drain_tick_cb(evutil_socket_t fd, short ev, void *arg)
 	if (!unknown && busy == 0) {
 		log_info("drained: no request in flight");
 		event_base_loopexit(d->base, NULL);
-	} else if (daemon_now() >= d->drain_deadline) {
+	} else if (monotime_now() >= d->drain_deadline) {
 		log_warnx("drain timeout (%.1fs): closing %u busy "
 		    "connection(s)", d->conf->timeouts.drain, busy);
 		event_base_loopexit(d->base, NULL);
@@ -831,7 +822,7 @@ daemon_stop_begin(struct daemon *d, int sig)
 	    "requests have %.1fs", sig, d->conf->timeouts.drain);
 	for (i = 0; i < d->started; i++)
 		worker_post(d->workers[i], daemon_drain_cb, NULL);
-	d->drain_deadline = daemon_now() + d->conf->timeouts.drain;
+	d->drain_deadline = monotime_now() + d->conf->timeouts.drain;
 	d->drain_ev = event_new(d->base, -1, EV_PERSIST, daemon_drain_tick_cb,
 	    d);
 	if (d->drain_ev == NULL)

@@ -20,6 +20,7 @@
 
 #include "conf.h"
 #include "log.h"
+#include "monotime.h"
 #include "registry.h"
 #include "supervise.h"
 
@@ -62,15 +63,6 @@ struct supervise {
 static void	supervise_restart_cb(evutil_socket_t, short, void *);
 static void	supervise_sigchld_cb(evutil_socket_t, short, void *);
 static void	supervise_drain_cb(evutil_socket_t, short, void *);
-
-static double
-supervise_now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
 
 static const char *
 child_sock(const struct child *c)
@@ -404,7 +396,7 @@ supervise_drain(struct supervise *sv, unsigned gen, double drain)
 		if (c->retired == 0 || c->retired > gen || c->draining)
 			continue;
 		c->draining = 1;
-		c->deadline = supervise_now() + drain;
+		c->deadline = monotime_now() + drain;
 		any = 1;
 	}
 	if (any)
@@ -417,7 +409,7 @@ supervise_drain_cb(evutil_socket_t fd, short ev, void *arg)
 {
 	struct supervise *sv = arg;
 	struct child *c;
-	double now = supervise_now();
+	double now = monotime_now();
 	int left = 0;
 
 	for (c = sv->children; c != NULL; c = c->next) {
