@@ -645,7 +645,11 @@ conf_timeouts(struct conf_ctx *ctx, const struct conf_key *k, json_t *v,
 	return (conf_walk(ctx, conf_timeouts_keys, v, (char *)base + k->off));
 }
 
-/* A route host: a name or "[v6]", no port (the request's port is ignored). */
+/*
+ * A route host: a name or "[v6]", no port (the request's port is ignored).
+ * route_match() cuts a request's host at the first ']' (or ':'), so a
+ * "[v6]" host must have its only ']' last, or no request could match it.
+ */
 static int
 conf_route_host(struct conf_ctx *ctx, const struct conf_key *k, json_t *v,
     void *base)
@@ -657,7 +661,8 @@ conf_route_host(struct conf_ctx *ctx, const struct conf_key *k, json_t *v,
 		return (-1);
 	s = json_string_value(v);
 	len = strlen(s);
-	if (s[0] == '[' ? s[len - 1] != ']' : strchr(s, ':') != NULL)
+	if (s[0] == '[' ? strchr(s, ']') != s + len - 1 :
+	    strchr(s, ':') != NULL)
 		return (conf_error(ctx, "must be a host name without a port"));
 	return (0);
 }

@@ -540,6 +540,10 @@ static const struct {
 	{ "{\"routes\": [{\"prefix\": \"/\", \"deployment\": \"echo\","
 	    " \"host\": \"[::1]:80\"}], " DEP "}",
 	    "routes[0].host: must be a host name without a port" },
+	/* Found by fuzz_conf: accepted, but no request could match it. */
+	{ "{\"routes\": [{\"prefix\": \"/\", \"deployment\": \"echo\","
+	    " \"host\": \"[::1]]\"}], " DEP "}",
+	    "routes[0].host: must be a host name without a port" },
 	{ "{\"routes\": [{\"prefix\": \"/a\", \"deployment\": \"echo\"},"
 	    "{\"prefix\": \"/a\", \"deployment\": \"echo\"}], " DEP "}",
 	    "routes[1]: same host and prefix as routes[0]" },
