@@ -1,0 +1,56 @@
+/*
+ * daemon.h -- the running daemon: start, status, signals, stop.
+ *
+ * Private to the daemon's own files (main.c, daemon.c, reload.c): the
+ * struct is the main thread's state.
+ */
+#ifndef INGRESSD_DAEMON_H
+#define INGRESSD_DAEMON_H
+
+#include <stddef.h>
+
+#include "conf.h"
+
+#define INGRESSD_VERSION	"0.1.0"
+#define NSIGNALS		5
+#define MAX_INHERITED		64
+
+struct reload_job;
+
+struct daemon {
+	const char	*path;
+	int		 debug;
+	struct worker_snap *snap;	/* the running conf */
+	const struct conf *conf;	/* snap's */
+	struct event_base *base;
+	struct registry	*reg;
+	struct supervise *sv;
+	struct dns	*dns;		/* dns deployments' lookups */
+	struct worker	*workers[CONF_MAX_WORKERS];
+	unsigned	 nworkers;
+	unsigned	 started;	/* worker threads running */
+	char		 runtime_dir[256];
+	int		 made_runtime_dir;
+	unsigned	 gen;		/* reloads applied */
+	struct reload_job *jobs;	/* reloads not yet seen by every worker */
+	int		 stopping;
+	double		 drain_deadline;
+	struct event	*sigs[NSIGNALS];
+	struct event	*drain_ev;
+	struct event	*watchdog_ev;
+	struct event	*status_ev;
+	unsigned	 beats[CONF_MAX_WORKERS];
+	int		 inherited[MAX_INHERITED];	/* socket activation */
+	unsigned	 ninherited;
+};
+
+int	daemon_init(struct daemon *);
+int	daemon_start(struct daemon *, char *, size_t);
+void	daemon_status(struct daemon *);
+void	daemon_timers(struct daemon *);
+void	daemon_stop(struct daemon *);
+void	daemon_free(struct daemon *);
+int	daemon_error_log_fd(const char *, char *, size_t);
+void	daemon_error_log_set(int);
+
+#endif

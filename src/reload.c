@@ -1,0 +1,272 @@
+/*
+ * reload.c -- SIGHUP: load, check and switch to a new conf.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+
+#include <netinet/in.h>
+
+#include <event2/event.h>
+#include <event2/thread.h>
+
+#include "accesslog.h"
+#include "conf.h"
+#include "daemon.h"
+#include "dns.h"
+#include "handle.h"
+#include "log.h"
+#include "metrics.h"
+#include "monotime.h"
+#include "net.h"
+#include "reload.h"
+#include "registry.h"
+#include "route.h"
+#include "sdnotify.h"
+#include "supervise.h"
+#include "worker.h"
+
+/* One reload on its way to the workers. */
+struct reload_job {
+	struct daemon	*d;
+	struct worker_snap *snap;
+	struct reg_change *changes;
+	unsigned	 nchanges;
+	unsigned	 gen;
+	_Atomic unsigned pending;	/* workers yet to switch */
+	struct event	*done;		/* main thread, when pending is 0 */
+	struct reload_job *next;
+};
+
+/* Reload --------------------------------------------------------------- */
+
+static int
+daemon_strv_eq(char **a, unsigned na, char **b, unsigned nb)
+{
+	unsigned i;
+
+	if (na != nb)
+		return 0;
+	for (i = 0; i < na; i++) {
+		if (strcmp(a[i], b[i]) != 0)
+			return 0;
+	}
+	return 1;
+}
+
+static int
+daemon_str_eq(const char *a, const char *b)
+{
+	return a == NULL || b == NULL ? a == b : strcmp(a, b) == 0;
+}
+
+/* What a reload cannot change in a running process: say so. */
+static void
+daemon_restart_only(const struct conf *old, const struct conf *new)
+{
+	if (!daemon_strv_eq(old->listen, old->nlisten, new->listen,
+	    new->nlisten))
+		log_warnx("reload: listen changed: still listening on the old "
+		    "addresses; restart ingressd to apply");
+	if (!daemon_str_eq(old->admin, new->admin))
+		log_warnx("reload: admin changed: restart ingressd to apply");
+	if (old->workers != new->workers)
+		log_warnx("reload: workers changed: still %u; restart "
+		    "ingressd to apply", old->workers);
+	if (!daemon_str_eq(old->runtime_dir, new->runtime_dir))
+		log_warnx("reload: runtime_dir changed: restart ingressd to "
+		    "apply");
+	if (!daemon_strv_eq(old->nameservers, old->nnameservers,
+	    new->nameservers, new->nnameservers))
+		log_warnx("reload: resolver changed: restart ingressd to "
+		    "apply");
+}
+
+/* On each worker's thread. */
+static void
+daemon_apply_cb(struct worker *w, void *arg)
+{
+	struct reload_job *job = arg;
+	const struct conf *c = worker_snap_conf(job->snap);
+	unsigned i;
+
+	worker_switch(w, job->snap);
+	worker_apply_changes(w, job->changes, job->nchanges);
+	for (i = 0; i < c->ndeployments; i++) {
+		if (c->deployments[i].prewarm)
+			handle_get(w, c->deployments[i].name);
+	}
+	if (atomic_fetch_sub(&job->pending, 1) == 1)
+		event_active(job->done, EV_READ, 0);
+}
+
+void
+daemon_job_free(struct reload_job *job)
+{
+	struct reload_job **pp;
+
+	for (pp = &job->d->jobs; *pp != NULL; pp = &(*pp)->next) {
+		if (*pp == job) {
+			*pp = job->next;
+			break;
+		}
+	}
+	if (job->done != NULL)
+		event_free(job->done);
+	registry_changes_free(job->changes, job->nchanges);
+	worker_snap_unref(job->snap);
+	free(job);
+}
+
+/* Every worker switched: retired replicas may drain now. */
+static void
+daemon_reload_done_cb(evutil_socket_t fd, short ev, void *arg)
+{
+	struct reload_job *job = arg;
+	struct daemon *d = job->d;
+
+	supervise_drain(d->sv, job->gen, d->conf->timeouts.drain);
+	log_info("reload %u: every worker switched", job->gen);
+	daemon_job_free(job);
+	if (d->jobs == NULL && !d->stopping) {
+		sdnotify_ready();
+		daemon_status(d);
+	}
+}
+
+/* Log files of the new conf, opened (not yet in use): -1 and err. */
+static int
+daemon_reload_logs(struct daemon *d, const struct conf *c, int *efd, int *afd,
+    char *err, size_t errlen)
+{
+	*efd = *afd = -1;
+	if (!daemon_str_eq(c->error_log, d->conf->error_log) &&
+	    (*efd = daemon_error_log_fd(c->error_log, err, errlen)) == -1)
+		return -1;
+	if (c->access_log != NULL && strcmp(c->access_log, "stderr") != 0 &&
+	    !daemon_str_eq(c->access_log, d->conf->access_log) &&
+	    (*afd = accesslog_open_file(c->access_log, err, errlen)) == -1) {
+		if (*efd >= 0)
+			close(*efd);
+		return -1;
+	}
+	return 0;
+}
+
+static struct reload_job *
+daemon_job_new(struct daemon *d, struct worker_snap *snap,
+    struct reg_change *changes, unsigned nchanges)
+{
+	struct reload_job *job;
+
+	if ((job = calloc(1, sizeof(*job))) == NULL)
+		return NULL;
+	job->d = d;
+	job->snap = snap;
+	job->changes = changes;
+	job->nchanges = nchanges;
+	job->gen = ++d->gen;
+	atomic_init(&job->pending, d->nworkers);
+	if ((job->done = event_new(d->base, -1, 0, daemon_reload_done_cb,
+	    job)) == NULL) {
+		free(job);
+		return NULL;
+	}
+	job->next = d->jobs;
+	d->jobs = job;
+	return job;
+}
+
+static void
+daemon_log_changes(unsigned gen, const struct reg_change *ch, unsigned n)
+{
+	static const char *what[] = { "added", "changed", "removed" };
+	unsigned i;
+
+	for (i = 0; i < n; i++)
+		log_info("reload %u: deployment %s %s", gen, ch[i].name,
+		    what[ch[i].kind]);
+}
+
+/* Everything checked: switch the registry, replicas, logs and workers. */
+static void
+daemon_reload_commit(struct daemon *d, struct conf *conf,
+    struct route_table *routes, struct reg_change *ch, unsigned nch,
+    int efd, int afd)
+{
+	struct worker_snap *snap;
+	struct reload_job *job;
+	char err[512];
+	unsigned i;
+
+	if ((snap = worker_snap_new(conf, routes)) == NULL ||
+	    (job = daemon_job_new(d, snap, ch, nch)) == NULL)
+		fatalx("reload: out of memory");	/* registry moved on */
+	daemon_error_log_set(efd);
+	accesslog_set(conf->access_log, afd, (int)conf->access_log_format);
+	log_set_level(d->debug ? LOG_LEVEL_DEBUG :
+	    log_level_parse(conf->log_level));
+	if (supervise_apply(d->sv, conf, job->gen, err, sizeof(err)) == -1)
+		log_warnx("reload %u: %s", job->gen, err);
+	if (dns_apply(d->dns, conf, err, sizeof(err)) == -1)
+		log_warnx("reload %u: %s", job->gen, err);
+	daemon_log_changes(job->gen, ch, nch);
+	/* Each worker takes its own reference when it switches; the job
+	 * holds the one worker_snap_new gave us until they all have. */
+	for (i = 0; i < d->nworkers; i++)
+		worker_post(d->workers[i], daemon_apply_cb, job);
+	worker_snap_unref(d->snap);
+	worker_snap_ref(snap);
+	d->snap = snap;
+	d->conf = conf;
+	metrics_reloaded(1);
+	log_info("reload %u: %s loaded: %u route(s), %u deployment(s)",
+	    job->gen, conf->path, conf->nroutes, conf->ndeployments);
+}
+
+void
+daemon_reload(struct daemon *d)
+{
+	struct route_table *routes = NULL;
+	struct reg_change *ch = NULL;
+	struct conf *conf;
+	char err[1024], msg[512];
+	unsigned nch = 0;
+	int efd = -1, afd = -1;
+
+	sdnotify_reloading();
+	log_info("SIGHUP: reloading %s", d->path);
+	if ((conf = conf_load(d->path, err, sizeof(err))) == NULL)
+		goto fail;
+	if (supervise_check(conf, err, sizeof(err)) == -1 ||
+	    daemon_reload_logs(d, conf, &efd, &afd, err, sizeof(err)) == -1)
+		goto fail;
+	if ((routes = route_table_new(conf)) == NULL) {
+		snprintf(err, sizeof(err), "out of memory");
+		goto fail;
+	}
+	if (registry_reload(d->reg, conf, &ch, &nch, msg, sizeof(msg)) == -1) {
+		snprintf(err, sizeof(err), "%s: %s", conf->path, msg);
+		goto fail;
+	}
+	daemon_restart_only(d->conf, conf);
+	daemon_reload_commit(d, conf, routes, ch, nch, efd, afd);
+	return;
+fail:
+	log_warnx("reload failed, keeping the running configuration: %s", err);
+	if (efd >= 0)
+		close(efd);
+	if (afd >= 0)
+		close(afd);
+	route_table_free(routes);
+	conf_free(conf);
+	metrics_reloaded(0);
+	if (d->jobs == NULL)
+		sdnotify_ready();
+}

@@ -1,0 +1,13 @@
+/*
+ * reload.h -- SIGHUP: load, check and switch to a new conf.
+ */
+#ifndef INGRESSD_RELOAD_H
+#define INGRESSD_RELOAD_H
+
+struct daemon;
+struct reload_job;
+
+void	daemon_reload(struct daemon *);
+void	daemon_job_free(struct reload_job *);
+
+#endif
