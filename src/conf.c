@@ -38,7 +38,6 @@
 
 #define CONF_MAX_SECONDS 86400
 #define CONF_NAME_MAX	255
-#define CONF_HOST_MAX	253
 
 struct conf_ctx {
 	struct conf	*conf;
@@ -420,67 +419,13 @@ conf_string(struct conf_ctx *ctx, const struct conf_key *k, json_t *v,
 	return (0);
 }
 
-static int
-conf_port_check(struct conf_ctx *ctx, const char *s, const char *port)
-{
-	unsigned long	v = 0;
-	const char	*p;
-
-	if (*port == '\0')
-		return (conf_error(ctx, "bad address \"%s\": missing port", s));
-	for (p = port; *p != '\0'; p++) {
-		if (*p < '0' || *p > '9' || p - port > 5)
-			return (conf_error(ctx, "bad address \"%s\": bad port",
-			    s));
-		v = v * 10 + (unsigned long)(*p - '0');
-	}
-	if (v > 65535)
-		return (conf_error(ctx, "bad address \"%s\": port out of range",
-		    s));
-	return (0);
-}
-
-/*
- * Check an address's syntax.  Literal addresses, unix paths and
- * "localhost" go through net_addr_parse(); other host names are only
- * checked for shape, because conf_load (and "ingressd -t") must not wait
- * on DNS: the registry resolves them when it starts.
- */
+/* Syntax only: conf_load (and "ingressd -t") must not wait on DNS. */
 static int
 conf_check_addr(struct conf_ctx *ctx, const char *s)
 {
-	struct net_addr	 na;
-	struct in_addr	 in;
-	char		 host[256], msg[256];
-	const char	*colon, *p;
-	size_t		 hlen;
+	char	msg[512];
 
-	if (strncmp(s, "unix:", 5) == 0 || s[0] == '[' ||
-	    (colon = strrchr(s, ':')) == NULL)
-		goto parse;
-	hlen = (size_t)(colon - s);
-	if (hlen == 0 || hlen >= sizeof host || memchr(s, ':', hlen) != NULL)
-		goto parse;
-	memcpy(host, s, hlen);
-	host[hlen] = '\0';
-	if (inet_pton(AF_INET, host, &in) == 1 ||
-	    strcasecmp(host, "localhost") == 0)
-		goto parse;
-
-	if (hlen > CONF_HOST_MAX)
-		return (conf_error(ctx, "bad address \"%s\": host name too "
-		    "long", s));
-	for (p = host; *p != '\0'; p++) {
-		if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
-		    (*p >= '0' && *p <= '9') || *p == '.' || *p == '-' ||
-		    *p == '_'))
-			return (conf_error(ctx, "bad address \"%s\": bad host "
-			    "name", s));
-	}
-	return (conf_port_check(ctx, s, colon + 1));
-
-parse:
-	if (net_addr_parse(s, &na, msg, sizeof msg) == -1)
+	if (net_addr_check(s, msg, sizeof msg) == -1)
 		return (conf_error(ctx, "%s", msg));
 	return (0);
 }
@@ -924,7 +869,7 @@ conf_dns(struct conf_ctx *ctx, const struct conf_key *k, json_t *v,
 	struct conf_deployment	*d = base;
 	struct in_addr		 in;
 	const char		*s, *colon;
-	char			 host[CONF_HOST_MAX + 1];
+	char			 host[NET_HOST_MAX + 1];
 	size_t			 hlen;
 
 	s = json_is_string(v) ? json_string_value(v) : "";

@@ -25,6 +25,10 @@
 
 static int	net_parse_unix(const char *, struct net_addr *, char *, size_t);
 static int	net_parse_port(const char *, char *, size_t, const char *);
+static int	net_split(const char *, char *, size_t, const char **, int *,
+		    char *, size_t);
+static int	net_host_check(const char *, const char *, int, char *,
+		    size_t);
 static int	net_resolve(const char *, const char *, int, struct net_addr *,
 		    char *, size_t, const char *);
 static int	net_fail(int, const struct net_addr *, const char *, char *,
@@ -112,19 +116,19 @@ net_resolve(const char *host, const char *port, int v6literal,
 	return (0);
 }
 
-int
-net_addr_parse(const char *s, struct net_addr *na, char *err, size_t len)
+/*
+ * The syntax both net_addr_parse() and net_addr_check() read: "HOST:PORT"
+ * or "[V6]:PORT" split into host (NUL-terminated) and port; the port's
+ * digits checked.
+ */
+static int
+net_split(const char *s, char *host, size_t hostlen, const char **port,
+    int *v6, char *err, size_t len)
 {
-	char		 host[256];
-	const char	*colon, *port, *hs;
+	const char	*colon, *hs;
 	size_t		 hlen;
-	int		 v6 = 0;
 
-	memset(na, 0, sizeof *na);
-	snprintf(na->text, sizeof na->text, "%s", s);
-	if (strncmp(s, NET_UNIX_PREFIX, strlen(NET_UNIX_PREFIX)) == 0)
-		return (net_parse_unix(s, na, err, len));
-
+	*v6 = 0;
 	if (s[0] == '[') {
 		hs = s + 1;
 		if ((colon = strchr(hs, ']')) == NULL) {
@@ -137,8 +141,8 @@ net_addr_parse(const char *s, struct net_addr *na, char *err, size_t len)
 			    s);
 			return (-1);
 		}
-		port = colon + 2;
-		v6 = 1;
+		*port = colon + 2;
+		*v6 = 1;
 	} else {
 		hs = s;
 		if ((colon = strrchr(s, ':')) == NULL) {
@@ -152,21 +156,93 @@ net_addr_parse(const char *s, struct net_addr *na, char *err, size_t len)
 			return (-1);
 		}
 		hlen = (size_t)(colon - s);
-		port = colon + 1;
+		*port = colon + 1;
 	}
 	if (hlen == 0) {
 		snprintf(err, len, "bad address \"%s\": missing host", s);
 		return (-1);
 	}
-	if (hlen >= sizeof host) {
+	if (hlen >= hostlen) {
 		snprintf(err, len, "bad address \"%s\": host name too long", s);
 		return (-1);
 	}
 	memcpy(host, hs, hlen);
 	host[hlen] = '\0';
-	if (net_parse_port(port, err, len, s) == -1)
+	return (net_parse_port(*port, err, len, s));
+}
+
+int
+net_addr_parse(const char *s, struct net_addr *na, char *err, size_t len)
+{
+	char		 host[256];
+	const char	*port;
+	int		 v6;
+
+	memset(na, 0, sizeof *na);
+	snprintf(na->text, sizeof na->text, "%s", s);
+	if (strncmp(s, NET_UNIX_PREFIX, strlen(NET_UNIX_PREFIX)) == 0)
+		return (net_parse_unix(s, na, err, len));
+	if (net_split(s, host, sizeof host, &port, &v6, err, len) == -1)
 		return (-1);
 	return (net_resolve(host, port, v6, na, err, len, s));
+}
+
+/*
+ * A host of digits and dots is an IPv4 address or nothing (RFC 1123 2.1:
+ * a name's last label is not all numeric), so "300.1.1.1" fails here and
+ * not at start-up; other names only need the characters of a DNS name.
+ */
+static int
+net_host_check(const char *s, const char *host, int v6, char *err,
+    size_t len)
+{
+	struct in6_addr	 in6;
+	struct in_addr	 in;
+	const char	*p;
+
+	if (v6) {
+		if (inet_pton(AF_INET6, host, &in6) == 1)
+			return (0);
+		snprintf(err, len, "bad address \"%s\": bad IPv6 address", s);
+		return (-1);
+	}
+	if (strspn(host, "0123456789.") == strlen(host)) {
+		if (inet_pton(AF_INET, host, &in) == 1)
+			return (0);
+		snprintf(err, len, "bad address \"%s\": bad IPv4 address", s);
+		return (-1);
+	}
+	if (strlen(host) > NET_HOST_MAX) {
+		snprintf(err, len, "bad address \"%s\": host name too long", s);
+		return (-1);
+	}
+	for (p = host; *p != '\0'; p++) {
+		if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
+		    (*p >= '0' && *p <= '9') || *p == '.' || *p == '-' ||
+		    *p == '_')) {
+			snprintf(err, len, "bad address \"%s\": bad host name",
+			    s);
+			return (-1);
+		}
+	}
+	return (0);
+}
+
+int
+net_addr_check(const char *s, char *err, size_t len)
+{
+	struct net_addr	 na;
+	char		 host[256];
+	const char	*port;
+	int		 v6;
+
+	if (strncmp(s, NET_UNIX_PREFIX, strlen(NET_UNIX_PREFIX)) == 0) {
+		memset(&na, 0, sizeof na);
+		return (net_parse_unix(s, &na, err, len));
+	}
+	if (net_split(s, host, sizeof host, &port, &v6, err, len) == -1)
+		return (-1);
+	return (net_host_check(s, host, v6, err, len));
 }
 
 int

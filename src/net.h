@@ -9,6 +9,8 @@
 
 #include <sys/socket.h>
 
+#define NET_HOST_MAX	253	/* a DNS name's length */
+
 struct net_addr {
 	struct sockaddr_storage ss;
 	socklen_t	 len;
@@ -17,6 +19,9 @@ struct net_addr {
 
 /* Resolves names with getaddrinfo (blocking: start-up and conf only). */
 int	net_addr_parse(const char *, struct net_addr *, char *err, size_t);
+/* The same syntax without resolving (conf load, -t): 0, or -1 and err.
+ * Literal addresses must be valid; names only well formed. */
+int	net_addr_check(const char *, char *err, size_t);
 int	net_addr_is_unix(const struct net_addr *);
 /* A non-blocking listening socket, or -1.  A unix path is unlinked first. */
 int	net_listen(const struct net_addr *, int reuseport, char *err, size_t);

@@ -111,6 +111,61 @@ START_TEST(test_parse_errors)
 }
 END_TEST
 
+static void
+check_ok(const char *s)
+{
+	char	err[256] = "";
+
+	ck_assert_msg(net_addr_check(s, err, sizeof err) == 0, "%s: %s", s,
+	    err);
+}
+
+static void
+check_bad(const char *s, const char *want)
+{
+	char	err[512] = "";
+
+	ck_assert_msg(net_addr_check(s, err, sizeof err) == -1, "%s passed", s);
+	ck_assert_str_eq(err, want);
+}
+
+/* Syntax only: names are not looked up, literals must be real addresses. */
+START_TEST(test_check)
+{
+	char	name[300], want[400];
+
+	check_ok("127.0.0.1:8000");
+	check_ok("0.0.0.0:0");
+	check_ok("[::1]:80");
+	check_ok("localhost:80");
+	check_ok("no-such-host.invalid:80");
+	check_ok("svc_1.example:443");
+	check_ok("unix:/run/x.sock");
+	check_bad("300.1.1.1:80", "bad address \"300.1.1.1:80\": bad IPv4 "
+	    "address");
+	check_bad("127.1:80", "bad address \"127.1:80\": bad IPv4 address");
+	check_bad("1.2.3.4.5:80", "bad address \"1.2.3.4.5:80\": bad IPv4 "
+	    "address");
+	check_bad("[::g]:80", "bad address \"[::g]:80\": bad IPv6 address");
+	check_bad("[1.2.3.4]:80", "bad address \"[1.2.3.4]:80\": bad IPv6 "
+	    "address");
+	check_bad("a b:80", "bad address \"a b:80\": bad host name");
+	check_bad("x", "bad address \"x\": missing port");
+	check_bad(":80", "bad address \":80\": missing host");
+	check_bad("127.0.0.1:65536",
+	    "bad address \"127.0.0.1:65536\": port out of range");
+	check_bad("h:8x", "bad address \"h:8x\": bad port");
+	check_bad("::1:80",
+	    "bad address \"::1:80\": an IPv6 address needs brackets");
+	check_bad("unix:", "bad address \"unix:\": empty unix path");
+	memset(name, 'a', sizeof name);
+	memcpy(name + 254, ":80", 4);
+	snprintf(want, sizeof want, "bad address \"%s\": host name too long",
+	    name);
+	check_bad(name, want);
+}
+END_TEST
+
 START_TEST(test_tcp)
 {
 	struct net_addr	 na;
@@ -276,6 +331,7 @@ net_suite(void)
 
 	tcase_add_test(tc, test_parse);
 	tcase_add_test(tc, test_parse_errors);
+	tcase_add_test(tc, test_check);
 	tcase_add_test(tc, test_tcp);
 	tcase_add_test(tc, test_connect_refused);
 	tcase_add_test(tc, test_unix);
