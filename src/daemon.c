@@ -1,5 +1,5 @@
 /*
- * daemon.c -- start-up, signals, reload, graceful stop.
+ * daemon.c -- start-up, status, signals, graceful stop.
  *
  * The main thread owns the conf, the registry and the supervisor, and sits
  * in its own event loop for signals, child exits and a few timers; the
@@ -20,16 +20,13 @@
  * once.
  */
 #include <errno.h>
-#include <getopt.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 #include <sys/stat.h>
-#include <sys/un.h>
-
-#include <netinet/in.h>
 
 #include <event2/event.h>
 #include <event2/thread.h>
@@ -43,8 +40,8 @@
 #include "metrics.h"
 #include "monotime.h"
 #include "net.h"
-#include "reload.h"
 #include "registry.h"
+#include "reload.h"
 #include "route.h"
 #include "sdnotify.h"
 #include "supervise.h"
@@ -89,71 +86,6 @@ daemon_runtime_dir(struct daemon *d, char *err, size_t errlen)
 	return 0;
 }
 
-static int
-daemon_same_addr(const struct sockaddr_storage *a, const struct net_addr *b)
-{
-	const struct sockaddr_in *a4 = (const void *)a, *b4 = (const void *)&b->ss;
-	const struct sockaddr_in6 *a6 = (const void *)a,
-	    *b6 = (const void *)&b->ss;
-	const struct sockaddr_un *au = (const void *)a,
-	    *bu = (const void *)&b->ss;
-
-	if (a->ss_family != b->ss.ss_family)
-		return 0;
-	switch (a->ss_family) {
-	case AF_INET:
-		return a4->sin_port == b4->sin_port &&
-		    a4->sin_addr.s_addr == b4->sin_addr.s_addr;
-	case AF_INET6:
-		return a6->sin6_port == b6->sin6_port &&
-		    memcmp(&a6->sin6_addr, &b6->sin6_addr,
-		    sizeof(a6->sin6_addr)) == 0;
-	case AF_UNIX:
-		return strncmp(au->sun_path, bu->sun_path,
-		    sizeof(au->sun_path)) == 0;
-	}
-	return 0;
-}
-
-/* A socket systemd passed us for this address (taken), or -1. */
-static int
-daemon_inherited(struct daemon *d, const struct net_addr *addr)
-{
-	struct sockaddr_storage ss;
-	socklen_t len;
-	unsigned i;
-	int fd;
-
-	for (i = 0; i < d->ninherited; i++) {
-		if ((fd = d->inherited[i]) == -1)
-			continue;
-		len = sizeof(ss);
-		memset(&ss, 0, sizeof(ss));
-		if (getsockname(fd, (struct sockaddr *)&ss, &len) == 0 &&
-		    daemon_same_addr(&ss, addr)) {
-			d->inherited[i] = -1;
-			return fd;
-		}
-	}
-	return -1;
-}
-
-/* Passed sockets no listen address wanted. */
-static void
-daemon_close_inherited(struct daemon *d)
-{
-	unsigned i;
-
-	for (i = 0; i < d->ninherited; i++) {
-		if (d->inherited[i] == -1)
-			continue;
-		log_warnx("socket activation: descriptor %d matches no listen "
-		    "address in the conf: closed", d->inherited[i]);
-		close(d->inherited[i]);
-		d->inherited[i] = -1;
-	}
-}
-
 /*
  * Bind one socket per worker per TCP address (SO_REUSEPORT lets the kernel
  * spread connections); a unix socket can be bound once, and so can a
@@ -171,7 +103,7 @@ daemon_listen(struct daemon *d, const char *key, const char *text, int admin,
 
 	if (net_addr_parse(text, &addr, msg, sizeof(msg)) == -1)
 		goto fail;
-	passed = daemon_inherited(d, &addr);
+	passed = sdnotify_listen_take(&addr.ss);
 	shared = passed != -1 || net_addr_is_unix(&addr);
 	for (i = 0; i < n; i++) {
 		if (i == 0 && passed != -1)
@@ -201,23 +133,17 @@ fail:
 	return -1;
 }
 
-/* Error log: stderr, or a file put in its place (children inherit it). */
-int
-daemon_error_log_fd(const char *path, char *err, size_t errlen)
+/* Passed sockets no listen address wanted. */
+static void
+daemon_close_unused(struct daemon *d)
 {
-	if (path == NULL || strcmp(path, "stderr") == 0)
-		return -2;
-	return accesslog_open_file(path, err, errlen);
-}
+	int fd;
 
-void
-daemon_error_log_set(int fd)
-{
-	if (fd == -1)
-		return;
-	dup2(fd == -2 ? accesslog_stderr() : fd, STDERR_FILENO);
-	if (fd >= 0)
+	while ((fd = sdnotify_listen_unused()) != -1) {
+		log_warnx("socket activation: descriptor %d matches no listen "
+		    "address in the conf: closed", fd);
 		close(fd);
+	}
 }
 
 static int
@@ -226,7 +152,7 @@ daemon_logs(struct daemon *d, char *err, size_t errlen)
 	const struct conf *c = d->conf;
 	int efd, afd = -1;
 
-	if ((efd = daemon_error_log_fd(c->error_log, err, errlen)) == -1)
+	if ((efd = log_file_open(c->error_log, err, errlen)) == -1)
 		return -1;
 	if (c->access_log != NULL && strcmp(c->access_log, "stderr") != 0 &&
 	    (afd = accesslog_open_file(c->access_log, err, errlen)) == -1) {
@@ -235,7 +161,7 @@ daemon_logs(struct daemon *d, char *err, size_t errlen)
 		return -1;
 	}
 	if (efd >= 0)
-		daemon_error_log_set(efd);
+		log_redirect(efd);
 	accesslog_set(c->access_log, afd, (int)c->access_log_format);
 	return 0;
 }
@@ -314,7 +240,7 @@ daemon_bind(struct daemon *d, char *err, size_t errlen)
 	if (c->admin != NULL &&
 	    daemon_listen(d, "admin", c->admin, 1, err, errlen) == -1)
 		return -1;
-	daemon_close_inherited(d);
+	daemon_close_unused(d);
 	return 0;
 }
 
@@ -409,6 +335,14 @@ daemon_status(struct daemon *d)
 	    supervise_running(d->sv), d->nworkers, d->gen);
 }
 
+/* READY=1 again after reloads, with a fresh status line. */
+static void
+daemon_ready(struct daemon *d)
+{
+	sdnotify_ready();
+	daemon_status(d);
+}
+
 static void
 daemon_status_cb(evutil_socket_t fd, short ev, void *arg)
 {
@@ -483,7 +417,7 @@ daemon_reopen_logs(struct daemon *d)
 		    sizeof(err))) == -1)
 			log_warnx("SIGUSR1: error_log: %s", err);
 		else
-			daemon_error_log_set(fd);
+			log_redirect(fd);
 	}
 	if (accesslog_reopen(err, sizeof(err)) == -1)
 		log_warnx("SIGUSR1: access_log: %s", err);
@@ -558,7 +492,7 @@ daemon_signal_cb(evutil_socket_t sig, short ev, void *arg)
 		if (d->stopping)
 			log_warnx("SIGHUP while stopping: ignored");
 		else
-			daemon_reload(d);
+			reload_run(d);
 		break;
 	case SIGUSR1:
 		daemon_reopen_logs(d);
@@ -584,7 +518,7 @@ daemon_stop(struct daemon *d)
 	for (i = 0; i < d->nworkers; i++)
 		worker_free(d->workers[i]);
 	while (d->jobs != NULL)
-		daemon_job_free(d->jobs);
+		reload_job_free(d->jobs);
 	supervise_free(d->sv);
 	registry_free(d->reg);
 	if (d->made_runtime_dir)
@@ -618,7 +552,6 @@ int
 daemon_init(struct daemon *d)
 {
 	char err[1024];
-	unsigned i;
 	int level;
 
 	if ((d->conf = conf_load(d->path, err, sizeof(err))) == NULL) {
@@ -629,8 +562,7 @@ daemon_init(struct daemon *d)
 	log_init(level < 0 ? LOG_LEVEL_INFO : level);
 	/* Before any replica is spawned: they must not see NOTIFY_SOCKET. */
 	sdnotify_init();
-	for (i = 0; i < sdnotify_listen_fds() && i < MAX_INHERITED; i++)
-		d->inherited[d->ninherited++] = 3 + (int)i;
+	d->ready = daemon_ready;
 	signal(SIGPIPE, SIG_IGN);
 	evthread_use_pthreads();
 	if ((d->base = event_base_new()) == NULL || daemon_signals(d) == -1)

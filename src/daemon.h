@@ -13,7 +13,6 @@
 
 #define INGRESSD_VERSION	"0.1.0"
 #define NSIGNALS		5
-#define MAX_INHERITED		64
 
 struct reload_job;
 
@@ -40,8 +39,9 @@ struct daemon {
 	struct event	*watchdog_ev;
 	struct event	*status_ev;
 	unsigned	 beats[CONF_MAX_WORKERS];
-	int		 inherited[MAX_INHERITED];	/* socket activation */
-	unsigned	 ninherited;
+	/* Called when every reload has reached every worker: reload.c
+	 * tells the daemon through this hook rather than calling up. */
+	void		(*ready)(struct daemon *);
 };
 
 int	daemon_init(struct daemon *);
@@ -50,7 +50,5 @@ void	daemon_status(struct daemon *);
 void	daemon_timers(struct daemon *);
 void	daemon_stop(struct daemon *);
 void	daemon_free(struct daemon *);
-int	daemon_error_log_fd(const char *, char *, size_t);
-void	daemon_error_log_set(int);
 
 #endif

@@ -6,6 +6,7 @@
  * used at all.  Lines longer than the buffer are truncated.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,6 +22,7 @@
 #define LOG_LINE_MAX	2048
 
 int	log_verbose = LOG_LEVEL_INFO;
+static int log_stderr = -1;	/* the stderr we were started with */
 
 static const char *log_names[] = { "warn", "info", "debug" };
 
@@ -105,8 +107,34 @@ log_event_cb(int severity, const char *msg)
 void
 log_init(int level)
 {
+	if (log_stderr == -1)
+		log_stderr = fcntl(STDERR_FILENO, F_DUPFD_CLOEXEC, 3);
 	log_set_level(level);
 	event_set_log_callback(log_event_cb);
+}
+
+int
+log_file_open(const char *path, char *err, size_t errlen)
+{
+	int fd;
+
+	if (path == NULL || strcmp(path, "stderr") == 0)
+		return -2;
+	fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0640);
+	if (fd == -1)
+		snprintf(err, errlen, "%s: %s", path, strerror(errno));
+	return fd;
+}
+
+/* dup2 onto stderr so that children spawned later inherit it too. */
+void
+log_redirect(int fd)
+{
+	if (fd == -1 || (fd == -2 && log_stderr == -1))
+		return;
+	dup2(fd == -2 ? log_stderr : fd, STDERR_FILENO);
+	if (fd >= 0)
+		close(fd);
 }
 
 void

@@ -1,35 +1,17 @@
 /*
  * main.c -- usage, command line, -t and the run entry.
  */
-#include <errno.h>
 #include <getopt.h>
-#include <signal.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
-#include <sys/stat.h>
-#include <sys/un.h>
-
-#include <netinet/in.h>
 
 #include <event2/event.h>
-#include <event2/thread.h>
 
-#include "accesslog.h"
 #include "conf.h"
 #include "daemon.h"
-#include "dns.h"
-#include "handle.h"
 #include "log.h"
-#include "metrics.h"
-#include "monotime.h"
-#include "net.h"
-#include "registry.h"
-#include "route.h"
 #include "sdnotify.h"
 #include "supervise.h"
-#include "worker.h"
 
 #define DEFAULT_CONF		"/etc/ingressd/ingressd.json"
 
@@ -48,7 +30,7 @@ usage(FILE *fp)
 
 /* -t: everything that can be checked without starting anything. */
 static int
-daemon_check(const char *path)
+main_check(const char *path)
 {
 	struct conf *conf;
 	char err[1024];
@@ -65,7 +47,7 @@ daemon_check(const char *path)
 }
 
 static int
-daemon_run(struct daemon *d)
+main_run(struct daemon *d)
 {
 	char err[1024] = "";
 	int rv = 0;
@@ -122,10 +104,10 @@ main(int argc, char **argv)
 		return 1;
 	}
 	if (check)
-		return daemon_check(d.path);
+		return main_check(d.path);
 	if (daemon_init(&d) == -1)
 		return 1;
-	rv = daemon_run(&d);
+	rv = main_run(&d);
 	daemon_stop(&d);
 	daemon_free(&d);
 	return rv;

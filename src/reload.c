@@ -1,20 +1,18 @@
 /*
  * reload.c -- SIGHUP: load, check and switch to a new conf.
+ *
+ * The new conf is checked whole before anything changes (see daemon.c's
+ * opening comment); then one reload_job carries the new snapshot to every
+ * worker.  Below daemon.c: it never calls up, it tells the daemon that it
+ * is ready again through d->ready.
  */
-#include <errno.h>
-#include <getopt.h>
-#include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include <sys/stat.h>
-#include <sys/un.h>
-
-#include <netinet/in.h>
 
 #include <event2/event.h>
-#include <event2/thread.h>
 
 #include "accesslog.h"
 #include "conf.h"
@@ -23,10 +21,8 @@
 #include "handle.h"
 #include "log.h"
 #include "metrics.h"
-#include "monotime.h"
-#include "net.h"
-#include "reload.h"
 #include "registry.h"
+#include "reload.h"
 #include "route.h"
 #include "sdnotify.h"
 #include "supervise.h"
@@ -47,7 +43,7 @@ struct reload_job {
 /* Reload --------------------------------------------------------------- */
 
 static int
-daemon_strv_eq(char **a, unsigned na, char **b, unsigned nb)
+reload_strv_eq(char **a, unsigned na, char **b, unsigned nb)
 {
 	unsigned i;
 
@@ -61,28 +57,28 @@ daemon_strv_eq(char **a, unsigned na, char **b, unsigned nb)
 }
 
 static int
-daemon_str_eq(const char *a, const char *b)
+reload_str_eq(const char *a, const char *b)
 {
 	return a == NULL || b == NULL ? a == b : strcmp(a, b) == 0;
 }
 
 /* What a reload cannot change in a running process: say so. */
 static void
-daemon_restart_only(const struct conf *old, const struct conf *new)
+reload_restart_only(const struct conf *old, const struct conf *new)
 {
-	if (!daemon_strv_eq(old->listen, old->nlisten, new->listen,
+	if (!reload_strv_eq(old->listen, old->nlisten, new->listen,
 	    new->nlisten))
 		log_warnx("reload: listen changed: still listening on the old "
 		    "addresses; restart ingressd to apply");
-	if (!daemon_str_eq(old->admin, new->admin))
+	if (!reload_str_eq(old->admin, new->admin))
 		log_warnx("reload: admin changed: restart ingressd to apply");
 	if (old->workers != new->workers)
 		log_warnx("reload: workers changed: still %u; restart "
 		    "ingressd to apply", old->workers);
-	if (!daemon_str_eq(old->runtime_dir, new->runtime_dir))
+	if (!reload_str_eq(old->runtime_dir, new->runtime_dir))
 		log_warnx("reload: runtime_dir changed: restart ingressd to "
 		    "apply");
-	if (!daemon_strv_eq(old->nameservers, old->nnameservers,
+	if (!reload_strv_eq(old->nameservers, old->nnameservers,
 	    new->nameservers, new->nnameservers))
 		log_warnx("reload: resolver changed: restart ingressd to "
 		    "apply");
@@ -90,7 +86,7 @@ daemon_restart_only(const struct conf *old, const struct conf *new)
 
 /* On each worker's thread. */
 static void
-daemon_apply_cb(struct worker *w, void *arg)
+reload_apply_cb(struct worker *w, void *arg)
 {
 	struct reload_job *job = arg;
 	const struct conf *c = worker_snap_conf(job->snap);
@@ -107,7 +103,7 @@ daemon_apply_cb(struct worker *w, void *arg)
 }
 
 void
-daemon_job_free(struct reload_job *job)
+reload_job_free(struct reload_job *job)
 {
 	struct reload_job **pp;
 
@@ -126,31 +122,29 @@ daemon_job_free(struct reload_job *job)
 
 /* Every worker switched: retired replicas may drain now. */
 static void
-daemon_reload_done_cb(evutil_socket_t fd, short ev, void *arg)
+reload_done_cb(evutil_socket_t fd, short ev, void *arg)
 {
 	struct reload_job *job = arg;
 	struct daemon *d = job->d;
 
 	supervise_drain(d->sv, job->gen, d->conf->timeouts.drain);
 	log_info("reload %u: every worker switched", job->gen);
-	daemon_job_free(job);
-	if (d->jobs == NULL && !d->stopping) {
-		sdnotify_ready();
-		daemon_status(d);
-	}
+	reload_job_free(job);
+	if (d->jobs == NULL && !d->stopping)
+		d->ready(d);
 }
 
 /* Log files of the new conf, opened (not yet in use): -1 and err. */
 static int
-daemon_reload_logs(struct daemon *d, const struct conf *c, int *efd, int *afd,
+reload_logs(struct daemon *d, const struct conf *c, int *efd, int *afd,
     char *err, size_t errlen)
 {
 	*efd = *afd = -1;
-	if (!daemon_str_eq(c->error_log, d->conf->error_log) &&
-	    (*efd = daemon_error_log_fd(c->error_log, err, errlen)) == -1)
+	if (!reload_str_eq(c->error_log, d->conf->error_log) &&
+	    (*efd = log_file_open(c->error_log, err, errlen)) == -1)
 		return -1;
 	if (c->access_log != NULL && strcmp(c->access_log, "stderr") != 0 &&
-	    !daemon_str_eq(c->access_log, d->conf->access_log) &&
+	    !reload_str_eq(c->access_log, d->conf->access_log) &&
 	    (*afd = accesslog_open_file(c->access_log, err, errlen)) == -1) {
 		if (*efd >= 0)
 			close(*efd);
@@ -160,7 +154,7 @@ daemon_reload_logs(struct daemon *d, const struct conf *c, int *efd, int *afd,
 }
 
 static struct reload_job *
-daemon_job_new(struct daemon *d, struct worker_snap *snap,
+reload_job_new(struct daemon *d, struct worker_snap *snap,
     struct reg_change *changes, unsigned nchanges)
 {
 	struct reload_job *job;
@@ -173,7 +167,7 @@ daemon_job_new(struct daemon *d, struct worker_snap *snap,
 	job->nchanges = nchanges;
 	job->gen = ++d->gen;
 	atomic_init(&job->pending, d->nworkers);
-	if ((job->done = event_new(d->base, -1, 0, daemon_reload_done_cb,
+	if ((job->done = event_new(d->base, -1, 0, reload_done_cb,
 	    job)) == NULL) {
 		free(job);
 		return NULL;
@@ -184,7 +178,7 @@ daemon_job_new(struct daemon *d, struct worker_snap *snap,
 }
 
 static void
-daemon_log_changes(unsigned gen, const struct reg_change *ch, unsigned n)
+reload_log_changes(unsigned gen, const struct reg_change *ch, unsigned n)
 {
 	static const char *what[] = { "added", "changed", "removed" };
 	unsigned i;
@@ -196,7 +190,7 @@ daemon_log_changes(unsigned gen, const struct reg_change *ch, unsigned n)
 
 /* Everything checked: switch the registry, replicas, logs and workers. */
 static void
-daemon_reload_commit(struct daemon *d, struct conf *conf,
+reload_commit(struct daemon *d, struct conf *conf,
     struct route_table *routes, struct reg_change *ch, unsigned nch,
     int efd, int afd)
 {
@@ -206,9 +200,9 @@ daemon_reload_commit(struct daemon *d, struct conf *conf,
 	unsigned i;
 
 	if ((snap = worker_snap_new(conf, routes)) == NULL ||
-	    (job = daemon_job_new(d, snap, ch, nch)) == NULL)
+	    (job = reload_job_new(d, snap, ch, nch)) == NULL)
 		fatalx("reload: out of memory");	/* registry moved on */
-	daemon_error_log_set(efd);
+	log_redirect(efd);
 	accesslog_set(conf->access_log, afd, (int)conf->access_log_format);
 	log_set_level(d->debug ? LOG_LEVEL_DEBUG :
 	    log_level_parse(conf->log_level));
@@ -216,11 +210,11 @@ daemon_reload_commit(struct daemon *d, struct conf *conf,
 		log_warnx("reload %u: %s", job->gen, err);
 	if (dns_apply(d->dns, conf, err, sizeof(err)) == -1)
 		log_warnx("reload %u: %s", job->gen, err);
-	daemon_log_changes(job->gen, ch, nch);
+	reload_log_changes(job->gen, ch, nch);
 	/* Each worker takes its own reference when it switches; the job
 	 * holds the one worker_snap_new gave us until they all have. */
 	for (i = 0; i < d->nworkers; i++)
-		worker_post(d->workers[i], daemon_apply_cb, job);
+		worker_post(d->workers[i], reload_apply_cb, job);
 	worker_snap_unref(d->snap);
 	worker_snap_ref(snap);
 	d->snap = snap;
@@ -231,7 +225,7 @@ daemon_reload_commit(struct daemon *d, struct conf *conf,
 }
 
 void
-daemon_reload(struct daemon *d)
+reload_run(struct daemon *d)
 {
 	struct route_table *routes = NULL;
 	struct reg_change *ch = NULL;
@@ -245,7 +239,7 @@ daemon_reload(struct daemon *d)
 	if ((conf = conf_load(d->path, err, sizeof(err))) == NULL)
 		goto fail;
 	if (supervise_check(conf, err, sizeof(err)) == -1 ||
-	    daemon_reload_logs(d, conf, &efd, &afd, err, sizeof(err)) == -1)
+	    reload_logs(d, conf, &efd, &afd, err, sizeof(err)) == -1)
 		goto fail;
 	if ((routes = route_table_new(conf)) == NULL) {
 		snprintf(err, sizeof(err), "out of memory");
@@ -255,8 +249,8 @@ daemon_reload(struct daemon *d)
 		snprintf(err, sizeof(err), "%s: %s", conf->path, msg);
 		goto fail;
 	}
-	daemon_restart_only(d->conf, conf);
-	daemon_reload_commit(d, conf, routes, ch, nch, efd, afd);
+	reload_restart_only(d->conf, conf);
+	reload_commit(d, conf, routes, ch, nch, efd, afd);
 	return;
 fail:
 	log_warnx("reload failed, keeping the running configuration: %s", err);

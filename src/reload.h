@@ -7,7 +7,7 @@
 struct daemon;
 struct reload_job;
 
-void	daemon_reload(struct daemon *);
-void	daemon_job_free(struct reload_job *);
+void	reload_run(struct daemon *);
+void	reload_job_free(struct reload_job *);
 
 #endif

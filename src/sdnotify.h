@@ -13,6 +13,8 @@
 
 #include <stdint.h>
 
+#include <sys/socket.h>
+
 void	 sdnotify_init(void);
 void	 sdnotify_free(void);
 void	 sdnotify_ready(void);
@@ -24,6 +26,11 @@ uint64_t sdnotify_watchdog_usec(void);
 /* Sockets passed by socket activation: descriptors 3 .. 3 + n - 1, made
  * close-on-exec and non-blocking.  0 when none were passed. */
 unsigned sdnotify_listen_fds(void);
+/* The passed socket bound to this address (each is handed out once), or
+ * -1; then, once every address had its turn, each one nobody took (the
+ * caller closes it), -1 when none is left. */
+int	 sdnotify_listen_take(const struct sockaddr_storage *);
+int	 sdnotify_listen_unused(void);
 void	 sdnotify_status(const char *, ...)
 	    __attribute__((format(printf, 1, 2)));
 
