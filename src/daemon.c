@@ -554,12 +554,13 @@ daemon_init(struct daemon *d)
 	char err[1024];
 	int level;
 
+	log_init(d->debug ? LOG_LEVEL_DEBUG : LOG_LEVEL_INFO);
 	if ((d->conf = conf_load(d->path, err, sizeof(err))) == NULL) {
-		fprintf(stderr, "ingressd: %s\n", err);
+		log_errx("cannot start: %s", err);
 		return -1;
 	}
 	level = d->debug ? LOG_LEVEL_DEBUG : log_level_parse(d->conf->log_level);
-	log_init(level < 0 ? LOG_LEVEL_INFO : level);
+	log_set_level(level < 0 ? LOG_LEVEL_INFO : level);
 	/* Before any replica is spawned: they must not see NOTIFY_SOCKET. */
 	sdnotify_init();
 	d->ready = daemon_ready;

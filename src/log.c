@@ -4,16 +4,25 @@
  * Every line is formatted into a stack buffer and written with a single
  * write(2) so lines from different threads never interleave; stdio is not
  * used at all.  Lines longer than the buffer are truncated.
+ *
+ * Under journald a line starts with its syslog priority, "<4>" for a
+ * warning (sd-daemon(3)), so that journalctl -p filters, and carries no
+ * timestamp (journald stamps it).  Anywhere else it starts with a UTC
+ * timestamp.
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
+#include <stdatomic.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 #include <time.h>
+#include <syslog.h>
 #include <unistd.h>
+#include <sys/stat.h>
 
 #include <event2/event.h>
 
@@ -26,25 +35,58 @@ static int log_stderr = -1;	/* the stderr we were started with */
 
 static const char *log_names[] = { "warn", "info", "debug" };
 
-static void	log_vwrite(const char *, const char *, va_list, int)
-		    __attribute__((format(printf, 2, 0)));
+/* JOURNAL_STREAM's "DEV:INO", and whether fd 2 is that stream now. */
+static int	 log_jset;
+static dev_t	 log_jdev;
+static ino_t	 log_jino;
+static _Atomic int log_journal;
+
+static void	log_vwrite(int, const char *, const char *, va_list, int)
+		    __attribute__((format(printf, 3, 0)));
 static void	log_event_cb(int, const char *);
 
 /*
- * A timestamp unless journald takes the lines (it stamps them itself and
- * sets JOURNAL_STREAM for the services it collects from).
+ * systemd sets JOURNAL_STREAM to the device and inode of the stream it
+ * connected our stderr to (systemd.exec(5)).  The variable alone proves
+ * nothing: it survives an error_log file put in stderr's place, and any
+ * process started from a service inherits it.  Only while fd 2 is still
+ * that very stream is journald reading our lines.
  */
-static size_t
-log_timestamp(char *buf, size_t len)
+static void
+log_journal_parse(void)
 {
-	static int journal = -1;
+	const char *s = getenv("JOURNAL_STREAM");
+	uintmax_t dev, ino;
+	char end;
+
+	if (s != NULL && sscanf(s, "%ju:%ju%c", &dev, &ino, &end) == 2) {
+		log_jdev = (dev_t)dev;
+		log_jino = (ino_t)ino;
+		log_jset = 1;
+	}
+}
+
+static void
+log_journal_check(void)
+{
+	struct stat st;
+
+	atomic_store(&log_journal, log_jset &&
+	    fstat(STDERR_FILENO, &st) == 0 && st.st_dev == log_jdev &&
+	    st.st_ino == log_jino);
+}
+
+/* "<N>" under journald, else a UTC timestamp. */
+static size_t
+log_prefix(char *buf, size_t len, int prio)
+{
 	struct timespec ts;
 	struct tm tm;
 	size_t n;
 
-	if (journal == -1)
-		journal = getenv("JOURNAL_STREAM") != NULL;
-	if (journal || clock_gettime(CLOCK_REALTIME, &ts) == -1 ||
+	if (atomic_load(&log_journal))
+		return (size_t)snprintf(buf, len, "<%d>", prio);
+	if (clock_gettime(CLOCK_REALTIME, &ts) == -1 ||
 	    gmtime_r(&ts.tv_sec, &tm) == NULL)
 		return 0;
 	n = strftime(buf, len, "%Y-%m-%dT%H:%M:%S", &tm);
@@ -57,13 +99,14 @@ log_timestamp(char *buf, size_t len)
 
 /* Format one line and write it whole; errnum < 0 means no strerror. */
 static void
-log_vwrite(const char *level, const char *fmt, va_list ap, int errnum)
+log_vwrite(int prio, const char *level, const char *fmt, va_list ap,
+    int errnum)
 {
 	char	 line[LOG_LINE_MAX];
 	size_t	 len;
 	int	 n;
 
-	len = log_timestamp(line, sizeof line);
+	len = log_prefix(line, sizeof line, prio);
 	n = snprintf(line + len, sizeof line - len, "ingressd[%ld]: %s: ",
 	    (long)getpid(), level);
 	if (n < 0)
@@ -107,8 +150,11 @@ log_event_cb(int severity, const char *msg)
 void
 log_init(int level)
 {
-	if (log_stderr == -1)
+	if (log_stderr == -1) {
 		log_stderr = fcntl(STDERR_FILENO, F_DUPFD_CLOEXEC, 3);
+		log_journal_parse();
+		log_journal_check();
+	}
 	log_set_level(level);
 	event_set_log_callback(log_event_cb);
 }
@@ -135,6 +181,7 @@ log_redirect(int fd)
 	dup2(fd == -2 ? log_stderr : fd, STDERR_FILENO);
 	if (fd >= 0)
 		close(fd);
+	log_journal_check();
 }
 
 void
@@ -168,7 +215,7 @@ log_warn(const char *fmt, ...)
 	int	saved = errno;
 
 	va_start(ap, fmt);
-	log_vwrite("warn", fmt, ap, saved);
+	log_vwrite(LOG_WARNING, "warn", fmt, ap, saved);
 	va_end(ap);
 	errno = saved;
 }
@@ -180,7 +227,19 @@ log_warnx(const char *fmt, ...)
 	int	saved = errno;
 
 	va_start(ap, fmt);
-	log_vwrite("warn", fmt, ap, -1);
+	log_vwrite(LOG_WARNING, "warn", fmt, ap, -1);
+	va_end(ap);
+	errno = saved;
+}
+
+void
+log_errx(const char *fmt, ...)
+{
+	va_list	ap;
+	int	saved = errno;
+
+	va_start(ap, fmt);
+	log_vwrite(LOG_ERR, "error", fmt, ap, -1);
 	va_end(ap);
 	errno = saved;
 }
@@ -194,7 +253,7 @@ log_info(const char *fmt, ...)
 	if (log_verbose < LOG_LEVEL_INFO)
 		return;
 	va_start(ap, fmt);
-	log_vwrite("info", fmt, ap, -1);
+	log_vwrite(LOG_INFO, "info", fmt, ap, -1);
 	va_end(ap);
 	errno = saved;
 }
@@ -208,7 +267,7 @@ log_debug(const char *fmt, ...)
 	if (log_verbose < LOG_LEVEL_DEBUG)
 		return;
 	va_start(ap, fmt);
-	log_vwrite("debug", fmt, ap, -1);
+	log_vwrite(LOG_DEBUG, "debug", fmt, ap, -1);
 	va_end(ap);
 	errno = saved;
 }
@@ -220,7 +279,7 @@ fatal(const char *fmt, ...)
 	int	saved = errno;
 
 	va_start(ap, fmt);
-	log_vwrite("fatal", fmt, ap, saved);
+	log_vwrite(LOG_CRIT, "fatal", fmt, ap, saved);
 	va_end(ap);
 	exit(1);
 }
@@ -231,7 +290,7 @@ fatalx(const char *fmt, ...)
 	va_list	ap;
 
 	va_start(ap, fmt);
-	log_vwrite("fatal", fmt, ap, -1);
+	log_vwrite(LOG_CRIT, "fatal", fmt, ap, -1);
 	va_end(ap);
 	exit(1);
 }

@@ -1,9 +1,11 @@
 /*
  * log.h -- one logging vocabulary for the daemon.
  *
- * log_warn() appends strerror(errno); log_warnx() does not.  fatal() and
- * fatalx() log and exit(1).  Lines go to stderr (journald under systemd)
- * with a level prefix.  libevent's own messages are routed here too.
+ * log_warn() appends strerror(errno); log_warnx() does not.  log_errx()
+ * is for an error that ends the daemon's start (the caller cleans up and
+ * exits); fatal() and fatalx() log and exit(1).  Lines go to stderr with
+ * a level name, and a timestamp or, under journald, a "<N>" syslog
+ * priority.  libevent's own messages are routed here too.
  * Thread-safe: each line is written with one write(2).
  */
 #ifndef INGRESSD_LOG_H
@@ -22,6 +24,7 @@ void	log_redirect(int fd);
 int	log_level_parse(const char *);	/* -1 when unknown */
 void	log_warn(const char *, ...) __attribute__((format(printf, 1, 2)));
 void	log_warnx(const char *, ...) __attribute__((format(printf, 1, 2)));
+void	log_errx(const char *, ...) __attribute__((format(printf, 1, 2)));
 void	log_info(const char *, ...) __attribute__((format(printf, 1, 2)));
 void	log_debug(const char *, ...) __attribute__((format(printf, 1, 2)));
 void	fatal(const char *, ...)

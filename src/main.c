@@ -53,7 +53,7 @@ main_run(struct daemon *d)
 	int rv = 0;
 
 	if (daemon_start(d, err, sizeof(err)) == -1) {
-		log_warnx("cannot start: %s", err);
+		log_errx("cannot start: %s", err);
 		return 1;
 	}
 	log_info("ingressd %s started: %u worker(s), %u deployment(s), "

@@ -101,7 +101,8 @@ strv_copy(char *const *v)
 	return out;
 }
 
-/* Our environment plus the three variables that tell a replica who it is. */
+/* Our environment (less JOURNAL_STREAM) plus the three variables that tell
+ * a replica who it is. */
 static char **
 child_envp(struct child *c)
 {
@@ -112,8 +113,12 @@ child_envp(struct child *c)
 		n++;
 	if ((envp = calloc(n + 4, sizeof(*envp))) == NULL)
 		return NULL;
-	for (i = 0; i < n; i++)
-		envp[i] = environ[i];
+	/* JOURNAL_STREAM is our stderr's, which a replica may not share
+	 * (error_log): log.c checks it against fd 2, other code may not. */
+	for (i = 0, n = 0; environ[i] != NULL; i++) {
+		if (strncmp(environ[i], "JOURNAL_STREAM=", 15) != 0)
+			envp[n++] = environ[i];
+	}
 	c->nenv = (unsigned)n;
 	if (asprintf(&envp[n], "INGRESSD_LISTEN=%s", c->ep->addr.text) == -1)
 		envp[n] = NULL;
@@ -267,6 +272,8 @@ child_exec(const struct child *c, pid_t parent)
 		if (fd > 2)
 			close(fd);
 	}
+	/* stdout goes where stderr goes: the error log or the journal. */
+	dup2(STDERR_FILENO, STDOUT_FILENO);
 	child_close_fds();
 	execvpe(c->argv[0], c->argv, c->envp);
 	_exit(127);

@@ -1,13 +1,20 @@
 """Access log (combined and JSON lines), error log to a file, and both
-reopened on SIGUSR1 (logrotate)."""
+reopened on SIGUSR1 (logrotate); journald's priorities, told apart from a
+file by JOURNAL_STREAM's dev:ino; replica stdout and environment."""
 
 import json
 import os
 import re
 import signal
+import socket
+import subprocess
 import unittest
 
-from harness import Daemon, reload, wait_log, wait_until
+import harness
+from harness import (ROOT, Daemon, binary, log_path, reload, request,
+    wait_log, wait_until)
+
+STAMP = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z ingressd\[\d+\]: ")
 
 # 127.0.0.1 - - [29/Nov/2026:18:05:14 +0000] "GET /x HTTP/1.1" 200 404
 # "-" "ua" rid=... deployment=echo replica=echo-0 upstream_time=0.000
@@ -161,6 +168,136 @@ class Reopen(unittest.TestCase):
 			    "file or directory")
 			self.assertEqual(d.request("GET", "/hello").status, 200)
 
+
+def journal_env(f, match):
+	"""The environment systemd gives a service whose stderr is f
+	(JOURNAL_STREAM=dev:ino of f), or a wrong dev:ino as a process
+	started from such a service inherits it."""
+	st = os.fstat(f.fileno())
+	ino = st.st_ino if match else st.st_ino + 1
+	return dict(os.environ, JOURNAL_STREAM="%d:%d" % (st.st_dev, ino))
+
+
+class JournalDaemon(Daemon):
+	"""A Daemon started with JOURNAL_STREAM naming its stderr (the
+	harness's log file) when match, a different file otherwise."""
+
+	def __init__(self, overrides=None, match=True, **kw):
+		super().__init__(overrides, **kw)
+		self.match = match
+
+	def start(self):
+		self.log = log_path("ingressd")
+		self.logfile = open(self.log, "wb")
+		self.proc = subprocess.Popen([binary("ingressd"), "-c",
+		    self.conf_path], cwd=ROOT, stdin=subprocess.DEVNULL,
+		    stdout=self.logfile, stderr=self.logfile,
+		    env=journal_env(self.logfile, self.match))
+		harness._register(self.proc)
+		wait_until(lambda: self.proc.poll() is None and
+		    request(self.port, "GET", "/-/healthz", timeout=1.0).status
+		    == 200, self.start_timeout, what="ingressd healthy")
+		return self
+
+
+def environ_after_exec(pid):
+	"""A replica's environment once it has exec'd (until then /proc shows
+	the parent's start-up environment): it then has INGRESSD_LISTEN."""
+	with open("/proc/%d/environ" % pid, "rb") as f:
+		env = f.read().split(b"\0")
+	return env if any(e.startswith(b"INGRESSD_LISTEN=") for e in env) \
+	    else None
+
+
+def daemon_lines(text):
+	return [l for l in text.splitlines() if "ingressd[" in l]
+
+
+class Journal(unittest.TestCase):
+
+	def test_priorities_under_journald(self):
+		with JournalDaemon() as d:
+			reload(d, {"workers": "many"})
+			wait_log(d, "reload failed")
+			lines = daemon_lines(d.log_text())
+			info = [l for l in lines if "]: info: " in l]
+			warn = [l for l in lines if "]: warn: " in l]
+			self.assertTrue(info and warn, lines)
+			# journald stamps lines itself: a priority, no time.
+			for l in info:
+				self.assertRegex(l, r"^<6>ingressd\[\d+\]: info: ")
+			for l in warn:
+				self.assertRegex(l, r"^<4>ingressd\[\d+\]: warn: ")
+			# The variable is ours: replicas (exec'd: they have
+			# INGRESSD_LISTEN) do not get it.
+			self.assertEqual(d.request("GET", "/hello").status, 200)
+			for pid in d.replica_pids().values():
+				env = wait_until(lambda: environ_after_exec(pid),
+				    3.0, what="replica %d exec'd" % pid)
+				self.assertFalse(any(e.startswith(b"JOURNAL_STREAM=")
+				    for e in env), pid)
+
+	def test_other_stream_keeps_timestamps(self):
+		with JournalDaemon(match=False) as d:
+			lines = daemon_lines(d.log_text())
+			self.assertTrue(lines)
+			for l in lines:
+				self.assertRegex(l, STAMP)
+
+	def test_error_log_file_keeps_timestamps(self):
+		with JournalDaemon() as d:
+			error = os.path.join(d.tmpdir, "error.log")
+			reload(d, {"error_log": error})
+			wait_until(lambda: "every worker switched" in
+			    "".join(read_lines(error)), 3.0,
+			    what="the error log file in use")
+			lines = read_lines(error)
+			for l in lines:
+				self.assertRegex(l, STAMP)
+			# Back to journald's stream: priorities again.
+			reload(d, {"error_log": "stderr"})
+			wait_log(d, "reload 2: every worker switched")
+			self.assertRegex(daemon_lines(d.log_text())[-1],
+			    r"^<6>ingressd\[")
+
+	def test_start_failure_at_err_priority(self):
+		s = socket.socket()
+		s.bind(("127.0.0.1", 0))
+		s.listen(1)
+		d = Daemon({"listen": ["127.0.0.1:%d" % s.getsockname()[1]]})
+		try:
+			with open(log_path("ingressd"), "wb+") as f:
+				rc = subprocess.run([binary("ingressd"), "-c",
+				    d.conf_path], cwd=ROOT, stdin=subprocess.DEVNULL,
+				    stdout=f, stderr=f, env=journal_env(f, True),
+				    timeout=10).returncode
+				f.seek(0)
+				text = f.read().decode(errors="replace")
+		finally:
+			s.close()
+			d._cleanup_dir()
+		self.assertEqual(rc, 1)
+		self.assertRegex(text, r"(?m)^<3>ingressd\[\d+\]: error: cannot "
+		    r"start: cannot listen: listen\[0\]: .*Address already in use")
+
+
+class ReplicaOutput(unittest.TestCase):
+
+	def test_replica_stdout_goes_with_stderr(self):
+		d = Daemon()
+		error = os.path.join(d.tmpdir, "error.log")
+		sh = {"spawn": {"command": ["/bin/sh", "-c",
+		    "echo replica-stdout-mark; echo replica-stderr-mark >&2; "
+		    "exec " + binary("replica-hello")], "replicas": 1}}
+		harness.rewrite_conf(d, {"error_log": error,
+		    "deployments": {"hello": sh}})
+		with d:
+			text = wait_until(lambda: "replica-stdout-mark" in
+			    "\n".join(read_lines(error)) and
+			    "\n".join(read_lines(error)), 5.0,
+			    what="the replica's stdout in the error log")
+			self.assertIn("replica-stderr-mark", text)
+			self.assertNotIn("replica-stdout-mark", d.log_text())
 
 if __name__ == "__main__":
 	unittest.main()
