@@ -69,6 +69,7 @@ static int	conf_walk(struct conf_ctx *, const struct conf_key *, json_t *,
 		    void *);
 static char	*conf_strdup(const char *);
 static int	conf_check_addr(struct conf_ctx *, const char *);
+static int	conf_check_listeners(struct conf_ctx *, const struct conf *);
 static int	conf_addr_list(struct conf_ctx *, json_t *, int, char ***,
 		    unsigned *);
 
@@ -428,6 +429,42 @@ conf_check_addr(struct conf_ctx *ctx, const char *s)
 	if (net_addr_check(s, msg, sizeof msg) == -1)
 		return (conf_error(ctx, "%s", msg));
 	return (0);
+}
+
+/*
+ * Each listener its own address, as written (-t and the start compare the
+ * resolved addresses too): a second bind of one address would fail, or
+ * with SO_REUSEPORT quietly split its connections, and an admin address
+ * that is also public would serve the admin API to everyone.
+ */
+static int
+conf_check_listeners(struct conf_ctx *ctx, const struct conf *conf)
+{
+	unsigned	i, j;
+	size_t		old;
+	int		rv = 0;
+
+	old = conf_push(ctx, "listen");
+	for (i = 0; i < conf->nlisten && rv == 0; i++) {
+		for (j = 0; j < i; j++) {
+			if (strcmp(conf->listen[i], conf->listen[j]) != 0)
+				continue;
+			conf_push_index(ctx, i);
+			rv = conf_error(ctx, "\"%s\" is listed twice (also "
+			    "listen[%u])", conf->listen[i], j);
+			break;
+		}
+	}
+	conf_pop(ctx, old);
+	for (i = 0; i < conf->nlisten && rv == 0 && conf->admin != NULL; i++) {
+		if (strcmp(conf->admin, conf->listen[i]) != 0)
+			continue;
+		old = conf_push(ctx, "admin");
+		rv = conf_error(ctx, "\"%s\" is also listen[%u]: the admin "
+		    "listener needs an address of its own", conf->admin, i);
+		conf_pop(ctx, old);
+	}
+	return (rv);
 }
 
 /* A string or a non-empty array of strings, each a valid address. */
@@ -1004,7 +1041,8 @@ conf_load(const char *path, char *err, size_t errlen)
 		conf_error(&ctx, "must be a JSON object at the top level");
 		goto fail;
 	}
-	if (conf_walk(&ctx, conf_top_keys, root, conf) == -1)
+	if (conf_walk(&ctx, conf_top_keys, root, conf) == -1 ||
+	    conf_check_listeners(&ctx, conf) == -1)
 		goto fail;
 	conf_defaults_after(conf);
 	json_decref(root);

@@ -33,6 +33,7 @@
 
 #include "accesslog.h"
 #include "conf.h"
+#include "ctl.h"
 #include "daemon.h"
 #include "dns.h"
 #include "handle.h"
@@ -40,6 +41,7 @@
 #include "metrics.h"
 #include "monotime.h"
 #include "net.h"
+#include "preflight.h"
 #include "registry.h"
 #include "reload.h"
 #include "route.h"
@@ -286,6 +288,7 @@ daemon_start(struct daemon *d, char *err, size_t errlen)
 	}
 	if (daemon_logs(d, err, errlen) == -1 ||
 	    supervise_check(d->conf, err, errlen) == -1 ||
+	    preflight_unique(d->conf, err, errlen) == -1 ||
 	    daemon_runtime_dir(d, err, errlen) == -1)
 		return -1;
 	if ((d->reg = registry_new(d->conf, d->nworkers, d->runtime_dir, msg,
@@ -304,7 +307,10 @@ daemon_start(struct daemon *d, char *err, size_t errlen)
 		snprintf(err, errlen, "out of memory");
 		return -1;
 	}
-	if (daemon_bind(d, err, errlen) == -1)
+	worker_snap_ref(d->snap);
+	d->boot = d->snap;
+	if (daemon_bind(d, err, errlen) == -1 ||
+	    ctl_write_pid(d->runtime_dir, err, errlen) == -1)
 		return -1;
 	registry_set_notify(d->reg, daemon_names_changed, d);
 	if ((d->dns = dns_new(d->base, d->reg)) == NULL) {
@@ -489,9 +495,11 @@ daemon_signal_cb(evutil_socket_t sig, short ev, void *arg)
 
 	switch (sig) {
 	case SIGHUP:
-		if (d->stopping)
+		if (d->stopping) {
 			log_warnx("SIGHUP while stopping: ignored");
-		else
+			ctl_reload_status(d->runtime_dir, 0, "ingressd is "
+			    "stopping: reload ignored");
+		} else
 			reload_run(d);
 		break;
 	case SIGUSR1:
@@ -521,6 +529,8 @@ daemon_stop(struct daemon *d)
 		reload_job_free(d->jobs);
 	supervise_free(d->sv);
 	registry_free(d->reg);
+	if (d->runtime_dir[0] != '\0')
+		ctl_remove(d->runtime_dir);
 	if (d->made_runtime_dir)
 		rmdir(d->runtime_dir);
 	if (d->drain_ev != NULL)
@@ -581,6 +591,8 @@ daemon_free(struct daemon *d)
 			event_free(d->sigs[i]);
 	}
 	event_base_free(d->base);
+	if (d->boot != NULL)
+		worker_snap_unref(d->boot);
 	if (d->snap != NULL)
 		worker_snap_unref(d->snap);
 	else

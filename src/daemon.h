@@ -21,6 +21,8 @@ struct daemon {
 	int		 debug;
 	struct worker_snap *snap;	/* the running conf */
 	const struct conf *conf;	/* snap's */
+	struct worker_snap *boot;	/* the conf we started with: what runs
+					 * of what a reload cannot change */
 	struct event_base *base;
 	struct registry	*reg;
 	struct supervise *sv;

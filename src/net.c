@@ -34,6 +34,7 @@ static int	net_resolve(const char *, const char *, int, struct net_addr *,
 static int	net_fail(int, const struct net_addr *, const char *, char *,
 		    size_t);
 static int	net_unix_live(const struct net_addr *);
+static int	net_bound(const struct net_addr *, int, char *, size_t);
 
 static int
 net_parse_unix(const char *s, struct net_addr *na, char *err, size_t len)
@@ -280,8 +281,9 @@ net_unix_live(const struct net_addr *na)
 	return (live);
 }
 
-int
-net_listen(const struct net_addr *na, int reuseport, char *err, size_t len)
+/* A socket bound to na (its options set), not yet listening, or -1. */
+static int
+net_bound(const struct net_addr *na, int reuseport, char *err, size_t len)
 {
 	const struct sockaddr_un	*sun;
 	struct stat			 sb;
@@ -314,9 +316,59 @@ net_listen(const struct net_addr *na, int reuseport, char *err, size_t len)
 	}
 	if (bind(fd, (const struct sockaddr *)&na->ss, na->len) == -1)
 		return (net_fail(fd, na, "bind", err, len));
+	return (fd);
+}
+
+int
+net_listen(const struct net_addr *na, int reuseport, char *err, size_t len)
+{
+	int	fd;
+
+	if ((fd = net_bound(na, reuseport, err, len)) == -1)
+		return (-1);
 	if (listen(fd, NET_BACKLOG) == -1)
 		return (net_fail(fd, na, "listen", err, len));
 	return (fd);
+}
+
+int
+net_bind_test(const struct net_addr *na, char *err, size_t len)
+{
+	int	fd;
+
+	if (net_addr_is_unix(na)) {
+		errno = EINVAL;
+		return (net_fail(-1, na, "bind test", err, len));
+	}
+	if ((fd = net_bound(na, 1, err, len)) == -1)
+		return (-1);
+	close(fd);
+	return (0);
+}
+
+int
+net_addr_same(const struct sockaddr_storage *a,
+    const struct sockaddr_storage *b)
+{
+	const struct sockaddr_in *a4 = (const void *)a, *b4 = (const void *)b;
+	const struct sockaddr_in6 *a6 = (const void *)a, *b6 = (const void *)b;
+	const struct sockaddr_un *au = (const void *)a, *bu = (const void *)b;
+
+	if (a->ss_family != b->ss_family)
+		return (0);
+	switch (a->ss_family) {
+	case AF_INET:
+		return (a4->sin_port == b4->sin_port &&
+		    a4->sin_addr.s_addr == b4->sin_addr.s_addr);
+	case AF_INET6:
+		return (a6->sin6_port == b6->sin6_port &&
+		    memcmp(&a6->sin6_addr, &b6->sin6_addr,
+		    sizeof(a6->sin6_addr)) == 0);
+	case AF_UNIX:
+		return (strncmp(au->sun_path, bu->sun_path,
+		    sizeof(au->sun_path)) == 0);
+	}
+	return (0);
 }
 
 int

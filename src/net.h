@@ -25,6 +25,12 @@ int	net_addr_check(const char *, char *err, size_t);
 int	net_addr_is_unix(const struct net_addr *);
 /* A non-blocking listening socket, or -1.  A unix path is unlinked first. */
 int	net_listen(const struct net_addr *, int reuseport, char *err, size_t);
+/* -t: bind a TCP socket (SO_REUSEADDR, SO_REUSEPORT) without listening and
+ * close it: 0, or -1 with errno and err ("ADDR: bind: ..."). */
+int	net_bind_test(const struct net_addr *, char *err, size_t);
+/* Same family, address and port (or unix path). */
+int	net_addr_same(const struct sockaddr_storage *,
+	    const struct sockaddr_storage *);
 /* A non-blocking socket with connect(2) started (EINPROGRESS is fine). */
 int	net_connect(const struct net_addr *, char *err, size_t);
 void	net_nodelay(int fd);

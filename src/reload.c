@@ -16,6 +16,7 @@
 
 #include "accesslog.h"
 #include "conf.h"
+#include "ctl.h"
 #include "daemon.h"
 #include "dns.h"
 #include "handle.h"
@@ -62,26 +63,53 @@ reload_str_eq(const char *a, const char *b)
 	return a == NULL || b == NULL ? a == b : strcmp(a, b) == 0;
 }
 
-/* What a reload cannot change in a running process: say so. */
 static void
-reload_restart_only(const struct conf *old, const struct conf *new)
+reload_note(char *keys, size_t len, const char *key)
 {
-	if (!reload_strv_eq(old->listen, old->nlisten, new->listen,
-	    new->nlisten))
+	size_t n = strlen(keys);
+
+	snprintf(keys + n, len - n, "%s%s", n > 0 ? ", " : "", key);
+}
+
+/*
+ * What a reload cannot change in a running process: say so, comparing
+ * with what runs (the conf we started with, the workers we have), not
+ * with the last conf loaded, which may have asked for a change already.
+ * The keys named go into keys for the reload's status.
+ */
+static void
+reload_restart_only(const struct daemon *d, const struct conf *new,
+    char *keys, size_t len)
+{
+	const struct conf *run = worker_snap_conf(d->boot);
+
+	keys[0] = '\0';
+	if (!reload_strv_eq(run->listen, run->nlisten, new->listen,
+	    new->nlisten)) {
 		log_warnx("reload: listen changed: still listening on the old "
 		    "addresses; restart ingressd to apply");
-	if (!reload_str_eq(old->admin, new->admin))
+		reload_note(keys, len, "listen");
+	}
+	if (!reload_str_eq(run->admin, new->admin)) {
 		log_warnx("reload: admin changed: restart ingressd to apply");
-	if (old->workers != new->workers)
+		reload_note(keys, len, "admin");
+	}
+	if (d->nworkers != new->workers) {
 		log_warnx("reload: workers changed: still %u; restart "
-		    "ingressd to apply", old->workers);
-	if (!reload_str_eq(old->runtime_dir, new->runtime_dir))
+		    "ingressd to apply", d->nworkers);
+		reload_note(keys, len, "workers");
+	}
+	if (!reload_str_eq(run->runtime_dir, new->runtime_dir)) {
 		log_warnx("reload: runtime_dir changed: restart ingressd to "
 		    "apply");
-	if (!reload_strv_eq(old->nameservers, old->nnameservers,
-	    new->nameservers, new->nnameservers))
+		reload_note(keys, len, "runtime_dir");
+	}
+	if (!reload_strv_eq(run->nameservers, run->nnameservers,
+	    new->nameservers, new->nnameservers)) {
 		log_warnx("reload: resolver changed: restart ingressd to "
 		    "apply");
+		reload_note(keys, len, "resolver");
+	}
 }
 
 /* On each worker's thread. */
@@ -230,7 +258,7 @@ reload_run(struct daemon *d)
 	struct route_table *routes = NULL;
 	struct reg_change *ch = NULL;
 	struct conf *conf;
-	char err[1024], msg[512];
+	char err[1024], msg[512], keys[128];
 	unsigned nch = 0;
 	int efd = -1, afd = -1;
 
@@ -249,11 +277,16 @@ reload_run(struct daemon *d)
 		snprintf(err, sizeof(err), "%s: %s", conf->path, msg);
 		goto fail;
 	}
-	reload_restart_only(d->conf, conf);
+	reload_restart_only(d, conf, keys, sizeof(keys));
 	reload_commit(d, conf, routes, ch, nch, efd, afd);
+	ctl_reload_status(d->runtime_dir, 1, "reload %u: %s loaded%s%s%s",
+	    d->gen, d->path, keys[0] != '\0' ? "; restart ingressd to apply: " :
+	    "", keys, keys[0] != '\0' ? " (unchanged)" : "");
 	return;
 fail:
 	log_warnx("reload failed, keeping the running configuration: %s", err);
+	ctl_reload_status(d->runtime_dir, 0, "reload refused, keeping the "
+	    "running configuration: %s", err);
 	if (efd >= 0)
 		close(efd);
 	if (afd >= 0)

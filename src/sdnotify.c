@@ -12,8 +12,7 @@
 #include <sys/socket.h>
 #include <sys/un.h>
 
-#include <netinet/in.h>
-
+#include "net.h"
 #include "sdnotify.h"
 
 #define SD_LISTEN_FDS_START	3
@@ -84,32 +83,6 @@ sdnotify_listen_fds(void)
 	return sd_nlisten;
 }
 
-/* Does a passed socket's own address equal the one the conf names? */
-static int
-sdnotify_same_addr(const struct sockaddr_storage *a,
-    const struct sockaddr_storage *b)
-{
-	const struct sockaddr_in *a4 = (const void *)a, *b4 = (const void *)b;
-	const struct sockaddr_in6 *a6 = (const void *)a, *b6 = (const void *)b;
-	const struct sockaddr_un *au = (const void *)a, *bu = (const void *)b;
-
-	if (a->ss_family != b->ss_family)
-		return 0;
-	switch (a->ss_family) {
-	case AF_INET:
-		return a4->sin_port == b4->sin_port &&
-		    a4->sin_addr.s_addr == b4->sin_addr.s_addr;
-	case AF_INET6:
-		return a6->sin6_port == b6->sin6_port &&
-		    memcmp(&a6->sin6_addr, &b6->sin6_addr,
-		    sizeof(a6->sin6_addr)) == 0;
-	case AF_UNIX:
-		return strncmp(au->sun_path, bu->sun_path,
-		    sizeof(au->sun_path)) == 0;
-	}
-	return 0;
-}
-
 int
 sdnotify_listen_take(const struct sockaddr_storage *want)
 {
@@ -124,7 +97,7 @@ sdnotify_listen_take(const struct sockaddr_storage *want)
 		memset(&ss, 0, sizeof(ss));
 		if (getsockname(SD_LISTEN_FDS_START + (int)i,
 		    (struct sockaddr *)&ss, &len) == 0 &&
-		    sdnotify_same_addr(&ss, want)) {
+		    net_addr_same(&ss, want)) {
 			sd_taken[i] = 1;
 			return SD_LISTEN_FDS_START + (int)i;
 		}

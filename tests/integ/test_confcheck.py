@@ -1,14 +1,16 @@
-"""ingressd -t -c CONF: check a conf and exit 0/1."""
+"""ingressd -t -c CONF: check a conf and exit 0/1, catching what the start
+would refuse (log directories, addresses, duplicate listeners)."""
 
 import json
 import os
 import re
 import shutil
+import socket
 import subprocess
 import tempfile
 import unittest
 
-from harness import ROOT, base_conf, binary
+from harness import ROOT, base_conf, binary, free_port
 
 
 def check(path, timeout=5):
@@ -31,8 +33,8 @@ class ConfCheck(unittest.TestCase):
 
 	def conf(self, **over):
 		c = base_conf()
-		c["listen"] = ["127.0.0.1:1"]
-		c["admin"] = "127.0.0.1:2"
+		c["listen"] = ["127.0.0.1:%d" % free_port()]
+		c["admin"] = "127.0.0.1:%d" % free_port()
 		c["runtime_dir"] = self.dir
 		c.update(over)
 		return c
@@ -87,6 +89,97 @@ class ConfCheck(unittest.TestCase):
 		self.assertEqual(rc, 0, err)
 		self.assertEqual([n for n in os.listdir(self.dir)
 		    if n != "c.json"], [])
+
+
+class StartWouldRefuse(unittest.TestCase):
+	"""Each of these passed -t and then failed the start."""
+
+	def setUp(self):
+		self.dir = tempfile.mkdtemp(prefix="ingressd-conf-")
+		self.addCleanup(shutil.rmtree, self.dir, True)
+		self.path = os.path.join(self.dir, "c.json")
+
+	def check(self, **over):
+		c = base_conf()
+		c["listen"] = ["127.0.0.1:%d" % free_port()]
+		c["admin"] = "127.0.0.1:%d" % free_port()
+		c["runtime_dir"] = self.dir
+		c.update(over)
+		with open(self.path, "w") as f:
+			json.dump(c, f, indent=2)
+		return check(self.path)
+
+	def test_invalid_address_at_load(self):
+		rc, err = self.check(listen=["300.1.1.1:8000"])
+		self.assertEqual(rc, 1, err)
+		self.assertIn("%s: listen[0]: bad address \"300.1.1.1:8000\": "
+		    "bad IPv4 address" % self.path, err)
+
+	def test_log_directory_missing(self):
+		rc, err = self.check(error_log="/nonexistent-ingressd/e.log")
+		self.assertEqual(rc, 1, err)
+		self.assertIn("%s: error_log: /nonexistent-ingressd/e.log: "
+		    "directory /nonexistent-ingressd: No such file or directory"
+		    % self.path, err)
+		rc, err = self.check(access_log="/etc/passwd/access.log")
+		self.assertEqual(rc, 1, err)
+		self.assertIn("access_log: /etc/passwd/access.log: directory "
+		    "/etc/passwd: Not a directory", err)
+		# A directory that exists: fine, and nothing is created.
+		rc, err = self.check(access_log=os.path.join(self.dir, "a.log"))
+		self.assertEqual(rc, 0, err)
+		self.assertFalse(os.path.exists(os.path.join(self.dir, "a.log")))
+
+	def test_address_not_on_this_host(self):
+		# 192.0.2.0/24 is TEST-NET-1 (RFC 5737): never a local address.
+		# bind(2) fails locally; no packet is sent.
+		rc, err = self.check(listen=["192.0.2.1:8000"])
+		self.assertEqual(rc, 1, err)
+		self.assertIn("listen[0]: cannot listen: 192.0.2.1:8000: bind: "
+		    "Cannot assign requested address", err)
+
+	def test_admin_equal_to_listen(self):
+		addr = "127.0.0.1:%d" % free_port()
+		rc, err = self.check(listen=[addr], admin=addr)
+		self.assertEqual(rc, 1, err)
+		self.assertIn("%s: admin: \"%s\" is also listen[0]: the admin "
+		    "listener needs an address of its own" % (self.path, addr),
+		    err)
+
+	def test_duplicate_listen(self):
+		addr = "127.0.0.1:%d" % free_port()
+		rc, err = self.check(listen=[addr, "[::1]:%d" % free_port(), addr])
+		self.assertEqual(rc, 1, err)
+		self.assertIn("%s: listen[2]: \"%s\" is listed twice (also "
+		    "listen[0])" % (self.path, addr), err)
+
+	def test_duplicate_listen_after_resolving(self):
+		port = free_port()
+		fam, _, _, _, sa = socket.getaddrinfo("localhost", port,
+		    type=socket.SOCK_STREAM)[0]
+		lit = sa[0] if fam == socket.AF_INET else "[%s]" % sa[0]
+		rc, err = self.check(listen=["%s:%d" % (lit, port)],
+		    admin="localhost:%d" % port)
+		self.assertEqual(rc, 1, err)
+		self.assertIn("admin: localhost:%d is the same address as "
+		    "listen[0] (%s:%d)" % (port, lit, port), err)
+
+	def test_port_in_use_is_a_note(self):
+		# Most often the running ingressd itself (-t before a reload or a
+		# restart): not an error, but said.
+		s = socket.socket()
+		s.bind(("127.0.0.1", 0))
+		s.listen(1)
+		port = s.getsockname()[1]
+		try:
+			rc, err = self.check(listen=["127.0.0.1:%d" % port])
+		finally:
+			s.close()
+		self.assertEqual(rc, 0, err)
+		self.assertIn("ingressd: note: listen[0] 127.0.0.1:%d is in use "
+		    "now (a running ingressd?); the start fails unless it is "
+		    "free" % port, err)
+		self.assertIn("is ok", err)
 
 
 if __name__ == "__main__":

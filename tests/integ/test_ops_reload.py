@@ -188,6 +188,24 @@ class Reload(unittest.TestCase):
 			# Still on the old port.
 			self.assertEqual(d.request("GET", "/hello").status, 200)
 
+	def test_workers_warning_compares_with_what_runs(self):
+		# A: 1 worker runs.  B asks for 2: warned, still 1.  C asks for 2
+		# again: still 1 running, so warned again (the last conf loaded
+		# said 2).  D asks for 1: that is what runs, no warning.
+		with Daemon() as d:
+			for n, (workers, warned) in enumerate(
+			    ((2, True), (2, True), (1, False)), 1):
+				at = len(d.log_text())
+				reload(d, {"workers": workers})
+				text = wait_log(d, "reload %d: every worker "
+				    "switched" % n, after=at)[at:]
+				if warned:
+					self.assertIn("reload: workers changed: "
+					    "still 1; restart ingressd to apply",
+					    text)
+				else:
+					self.assertNotIn("workers changed", text)
+
 	def test_removed_deployment_drains_in_flight_request(self):
 		with Daemon() as d:
 			self.assertEqual(d.request("GET", "/sleep?ms=1").status,
