@@ -1015,6 +1015,14 @@ def metric(samples, name, **labels):
 	return samples.get((name, frozenset(labels.items())), 0.0)
 
 
+def metric_sum(samples, name, **labels):
+	"""The sum of the samples of name whose labels include these (e.g.
+	every code of a status_class)."""
+	want = set(labels.items())
+	return sum(v for (n, ls), v in samples.items()
+	    if n == name and want <= ls)
+
+
 # ---------------------------------------------------------------- resilience
 # (issue 4: balancing, backpressure, deadlines, failures, flow control)
 
