@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include <jansson.h>
 
@@ -11,6 +12,7 @@
 #include "conf.h"
 #include "http1.h"
 #include "metrics.h"
+#include "ready.h"
 #include "registry.h"
 #include "worker.h"
 
@@ -250,6 +252,96 @@ admin_names(struct worker *w, const struct http1_request *r, int admin,
 	return admin_unregister(w, name, id, body, len);
 }
 
+/*
+ * The /-/ namespace is reserved on every listener.  A public listener
+ * serves only the probes there, unless admin_on_public exposes the admin
+ * pages too; anything else under /-/ is a 404, as if it did not exist.
+ */
+static int
+admin_is_probe(const struct http1_request *r)
+{
+	return admin_path_is(r, "/-/healthz") || admin_path_is(r, "/-/ready");
+}
+
+/* Open whatever admin_token_file says: probes and the scraper. */
+static int
+admin_is_open(const struct http1_request *r)
+{
+	return admin_is_probe(r) || admin_path_is(r, "/metrics") ||
+	    admin_path_is(r, "/-/metrics");
+}
+
+/*
+ * "Authorization: Bearer TOKEN" against admin_token_file's token.  The
+ * compare walks the whole expected token whatever was sent and folds
+ * every difference into one byte, so its time tells nothing about how
+ * much of a guess was right.
+ */
+static int
+admin_authorized(const char *token, const struct http1_request *r)
+{
+	const struct http1_field *fl, *auth = NULL;
+	const char *v;
+	size_t vlen, tlen = strlen(token), i;
+	unsigned char diff;
+	unsigned k;
+
+	for (k = 0; k < r->nfields; k++) {
+		fl = &r->fields[k];
+		if (fl->name_len != 13 ||
+		    strncasecmp(fl->name, "authorization", 13) != 0)
+			continue;
+		if (auth != NULL)
+			return 0;	/* two: ambiguous, refused */
+		auth = fl;
+	}
+	if (auth == NULL || auth->value_len < 7 ||
+	    strncasecmp(auth->value, "Bearer ", 7) != 0)
+		return 0;
+	v = auth->value + 7;
+	vlen = auth->value_len - 7;
+	diff = vlen != tlen;
+	for (i = 0; i < tlen; i++)
+		diff |= (unsigned char)token[i] ^
+		    (unsigned char)(i < vlen ? v[i] : 0);
+	return diff == 0;
+}
+
+/* GET /-/ready: "ready", or 503 and the first reason it is not. */
+static int
+admin_ready(struct worker *w, char **body, size_t *len, const char **ctype)
+{
+	char why[320];
+	int ok = ready_check(w, why, sizeof(why));
+
+	*ctype = "text/plain; charset=utf-8";
+	if (ok)
+		*body = strdup("ready\n");
+	else if (asprintf(body, "not ready: %s\n", why) == -1)
+		*body = NULL;
+	if (*body == NULL)
+		return 500;
+	*len = strlen(*body);
+	return ok ? 200 : 503;
+}
+
+/* Who may see this page here: 0 to go on, else the status to answer. */
+static int
+admin_gate(struct worker *w, const struct http1_request *r, int admin,
+    char **body, size_t *len)
+{
+	const struct conf *conf = worker_conf(w);
+
+	if (!admin && !conf->admin_on_public && !admin_is_probe(r))
+		return 404;
+	if (conf->admin_token != NULL && !admin_is_open(r) &&
+	    !admin_authorized(conf->admin_token, r))
+		return admin_error(401, "this admin page needs "
+		    "\"Authorization: Bearer TOKEN\" (admin_token_file)", body,
+		    len);
+	return 0;
+}
+
 int
 admin_handle(struct worker *w, const struct http1_request *r, int admin,
     const char *reqbody, size_t reqlen, char **body, size_t *len,
@@ -260,6 +352,8 @@ admin_handle(struct worker *w, const struct http1_request *r, int admin,
 	*body = NULL;
 	*len = 0;
 	*ctype = "application/json";
+	if ((status = admin_gate(w, r, admin, body, len)) != 0)
+		return status;
 	if ((status = admin_names(w, r, admin, reqbody, reqlen, body,
 	    len)) != -1)
 		return status;
@@ -272,6 +366,8 @@ admin_handle(struct worker *w, const struct http1_request *r, int admin,
 		*ctype = "text/plain";
 		return 200;
 	}
+	if (admin_path_is(r, "/-/ready"))
+		return admin_ready(w, body, len, ctype);
 	if (admin_path_is(r, "/-/routes"))
 		return admin_json(admin_routes_json(worker_conf(w)), body, len);
 	if (admin_path_is(r, "/-/deployments"))

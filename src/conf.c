@@ -121,6 +121,8 @@ static int	conf_route_from(struct conf_ctx *, const struct conf_key *,
 		    json_t *, void *);
 static int	conf_resolver(struct conf_ctx *, const struct conf_key *,
 		    json_t *, void *);
+static int	conf_token_file(struct conf_ctx *, const struct conf_key *,
+		    json_t *, void *);
 static int	conf_nameservers(struct conf_ctx *, const struct conf_key *,
 		    json_t *, void *);
 
@@ -140,6 +142,8 @@ static const struct conf_key conf_top_keys[] = {
 	{ "handle_idle_ttl", conf_seconds, T(handle_idle_ttl), 0, 0,
 	    CONF_ZERO_OK },
 	{ "resolver", conf_resolver, 0, 0, 0, 0 },
+	{ "admin_on_public", conf_bool, T(admin_on_public), 0, 0, 0 },
+	{ "admin_token_file", conf_token_file, T(admin_token), 0, 0, 0 },
 	/* Before routes: a route must name a known deployment. */
 	{ "deployments", conf_deployments, 0, 0, 0, CONF_REQUIRED },
 	{ "routes", conf_routes, 0, 0, 0, CONF_REQUIRED },
@@ -594,6 +598,50 @@ conf_log_file(struct conf_ctx *ctx, const struct conf_key *k, json_t *v,
 		    "path"));
 	free(*p);
 	*p = conf_strdup(s);
+	return (0);
+}
+
+/*
+ * admin_token_file: read now (at start, -t and every reload), so a
+ * rotated token takes effect on SIGHUP.  One token of visible ASCII,
+ * trailing whitespace (the editor's newline) dropped.
+ */
+static int
+conf_token_file(struct conf_ctx *ctx, const struct conf_key *k, json_t *v,
+    void *base)
+{
+	char		**p = (char **)((char *)base + k->off);
+	char		 buf[1025];
+	const char	*path;
+	FILE		*fp;
+	size_t		 n, i;
+
+	if (!json_is_string(v) || (path = json_string_value(v))[0] != '/')
+		return (conf_error(ctx, "must be an absolute path"));
+	if ((fp = fopen(path, "r")) == NULL)
+		return (conf_error(ctx, "%s: %s", path, strerror(errno)));
+	n = fread(buf, 1, sizeof(buf) - 1, fp);
+	i = (size_t)ferror(fp);
+	if (i == 0 && n == sizeof(buf) - 1 && fgetc(fp) != EOF)
+		n = sizeof(buf);	/* too long */
+	fclose(fp);
+	if (i != 0)
+		return (conf_error(ctx, "%s: read error", path));
+	if (n == sizeof(buf))
+		return (conf_error(ctx, "%s: token longer than %zu bytes", path,
+		    sizeof(buf) - 1));
+	while (n > 0 && isspace((unsigned char)buf[n - 1]))
+		n--;
+	buf[n] = '\0';
+	if (n == 0)
+		return (conf_error(ctx, "%s: empty", path));
+	for (i = 0; i < n; i++)
+		if (buf[i] <= ' ' || buf[i] > '~')
+			return (conf_error(ctx, "%s: the token must be one word "
+			    "of visible ASCII", path));
+	free(*p);
+	*p = conf_strdup(buf);
+	explicit_bzero(buf, sizeof(buf));
 	return (0);
 }
 
@@ -1100,6 +1148,9 @@ conf_free(struct conf *conf)
 	free(conf->log_level);
 	free(conf->error_log);
 	free(conf->access_log);
+	if (conf->admin_token != NULL)
+		explicit_bzero(conf->admin_token, strlen(conf->admin_token));
+	free(conf->admin_token);
 	free(conf->path);
 	free(conf);
 }

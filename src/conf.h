@@ -103,6 +103,8 @@ struct conf {
 	char		**nameservers;	/* resolver.nameservers; NULL: the
 					 * system's (/etc/resolv.conf) */
 	unsigned	 nnameservers;
+	int		 admin_on_public; /* admin pages on public listeners */
+	char		*admin_token;	/* admin_token_file's token; NULL: none */
 };
 
 /*

@@ -375,6 +375,7 @@ front_resp_fail(void *arg, int status, const char *why)
 	struct front *f = arg;
 
 	log_debug("request %s: %d: %s", f->request_id, status, why);
+	f->log.reject = stream_reject(f->stream);
 	if (!f->resp_started) {
 		front_respond_local(f, status, why);
 	} else if (!f->resp_done) {
@@ -622,6 +623,7 @@ front_req_head(void *arg, struct http1_request *r)
 		if ((h = handle_get(f->w, rt->deployment)) == NULL) {
 			f->local_status = 503;
 			f->local_why = "unknown deployment";
+			f->log.reject = REJECT_NO_REPLICA;
 			return 0;
 		}
 		info.target = front_target(f, rt, r, &info.target_len);

@@ -13,6 +13,7 @@
  * or running stream comes back to its handle to retry.  Only a handle
  * nobody holds is freed, and never from inside a stream callback.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -328,6 +329,17 @@ handle_name(const struct handle *h)
 	return h->name;
 }
 
+int
+handle_has_ready(const struct handle *h)
+{
+	unsigned i;
+
+	for (i = 0; i < h->nups; i++)
+		if (upstream_is_ready(h->ups[i].up))
+			return 1;
+	return 0;
+}
+
 double
 handle_request_timeout(const struct handle *h)
 {
@@ -376,7 +388,11 @@ handle_submit(struct handle *h, struct stream *s)
 	if (h->qlen == 0 && handle_try_attach(h, s) == 0)
 		return;
 	if (h->qlen >= h->queue_max) {
-		stream_on_fail(s, 503, "queue full");
+		char why[320];
+
+		snprintf(why, sizeof(why), "the wait queue of deployment "
+		    "'%s' is full", h->name);
+		stream_on_reject(s, REJECT_QUEUE_FULL, 503, why);
 		return;
 	}
 	stream_queue_set_next(s, NULL);

@@ -35,6 +35,8 @@ void		 handle_dequeue(struct handle *, struct stream *);
 void		 handle_upstream_event(struct handle *, struct upstream *);
 const char	*handle_name(const struct handle *);
 double		 handle_request_timeout(const struct handle *);
+/* Has the handle a READY replica (busy or not)? */
+int		 handle_has_ready(const struct handle *);
 /* A stream points at its handle from stream_submit() to stream_free():
  * a held handle is never freed (idle expiry skips it). */
 void		 handle_hold(struct handle *);

@@ -25,6 +25,10 @@
 #define METRICS_LABEL_MAX	128
 #define METRICS_INDEX		(METRICS_MAX_SERIES * 2)	/* power of 2 */
 #define METRICS_NCLASS		6	/* 1xx..5xx, none */
+/* One counter per status code 100..599, then "none" (no response).
+ * Untouched codes cost address space, not memory: the slots are
+ * calloc'd and a page is backed only once a worker writes to it. */
+#define METRICS_NCODES		501
 
 /* Histogram bounds in seconds; a final +Inf bucket follows. */
 static const double metrics_bounds[] = {
@@ -45,7 +49,8 @@ struct metrics_hist {
 struct metrics_series {
 	char		 route[METRICS_LABEL_MAX];
 	char		 deployment[METRICS_LABEL_MAX];
-	_Atomic uint64_t requests[METRICS_NCLASS];
+	_Atomic uint64_t requests[METRICS_NCODES];
+	_Atomic uint64_t rejects[REJECT_N];
 	_Atomic uint64_t aborted;
 	_Atomic uint64_t bytes_in;
 	_Atomic uint64_t bytes_out;
@@ -65,7 +70,8 @@ struct metrics_worker {
 struct metrics_sum {
 	const char	*route;
 	const char	*deployment;
-	uint64_t	 requests[METRICS_NCLASS];
+	uint64_t	 requests[METRICS_NCODES];
+	uint64_t	 rejects[REJECT_N];
 	uint64_t	 aborted, bytes_in, bytes_out;
 	uint64_t	 total[METRICS_NBOUNDS + 1], total_sum_us;
 	uint64_t	 upstream[METRICS_NBOUNDS + 1], upstream_sum_us;
@@ -208,15 +214,17 @@ metrics_request(struct worker *w, const struct reqlog *r)
 {
 	struct metrics_worker *mw;
 	struct metrics_series *s;
-	int cls;
+	int code;
 
 	if ((mw = metrics_slot(w)) == NULL)
 		return;
 	s = metrics_series(mw, r->route != NULL ? r->route : "",
 	    r->deployment != NULL ? r->deployment : "");
-	cls = r->status >= 100 && r->status < 600 ? r->status / 100 - 1 :
-	    METRICS_NCLASS - 1;
-	metrics_add(&s->requests[cls], 1);
+	code = r->status >= 100 && r->status < 600 ? r->status - 100 :
+	    METRICS_NCODES - 1;
+	metrics_add(&s->requests[code], 1);
+	if (r->reject != REJECT_NONE && (unsigned)r->reject < REJECT_N)
+		metrics_add(&s->rejects[r->reject], 1);
 	if (r->aborted)
 		metrics_add(&s->aborted, 1);
 	metrics_add(&s->bytes_in, r->bytes_in);
@@ -327,8 +335,10 @@ metrics_sum_add(struct metrics_sum *m, struct metrics_series *s)
 {
 	unsigned i;
 
-	for (i = 0; i < METRICS_NCLASS; i++)
+	for (i = 0; i < METRICS_NCODES; i++)
 		m->requests[i] += metrics_get(&s->requests[i]);
+	for (i = 0; i < REJECT_N; i++)
+		m->rejects[i] += metrics_get(&s->rejects[i]);
 	m->aborted += metrics_get(&s->aborted);
 	m->bytes_in += metrics_get(&s->bytes_in);
 	m->bytes_out += metrics_get(&s->bytes_out);
@@ -381,20 +391,39 @@ metrics_render_requests(FILE *fp)
 {
 	struct metrics_sum *m;
 	unsigned i, c, n;
-	char cls[32];
+	char cls[64];
 
 	if ((m = metrics_collect(&n)) == NULL)
 		return;
 	metrics_family(fp, "ingressd_requests_total", "counter",
-	    "Requests answered, by route, deployment and status class.");
+	    "Requests answered, by route, deployment, status code and class.");
 	for (i = 0; i < n; i++) {
-		for (c = 0; c < METRICS_NCLASS; c++) {
+		for (c = 0; c < METRICS_NCODES; c++) {
 			if (m[i].requests[c] == 0)
 				continue;
-			snprintf(cls, sizeof(cls), "status_class=\"%s\"",
-			    metrics_classes[c]);
+			if (c == METRICS_NCODES - 1)
+				snprintf(cls, sizeof(cls), "code=\"none\","
+				    "status_class=\"%s\"",
+				    metrics_classes[METRICS_NCLASS - 1]);
+			else
+				snprintf(cls, sizeof(cls), "code=\"%u\","
+				    "status_class=\"%s\"", c + 100,
+				    metrics_classes[c / 100]);
 			metrics_line(fp, "ingressd_requests_total", &m[i], cls,
 			    m[i].requests[c]);
+		}
+	}
+	metrics_family(fp, "ingressd_rejections_total", "counter",
+	    "Requests ingressd answered itself with 502, 503 or 504, by "
+	    "reason.");
+	for (i = 0; i < n; i++) {
+		for (c = 1; c < REJECT_N; c++) {
+			if (m[i].rejects[c] == 0)
+				continue;
+			snprintf(cls, sizeof(cls), "reason=\"%s\"",
+			    reqlog_reject_str((enum reqlog_reject)c));
+			metrics_line(fp, "ingressd_rejections_total", &m[i],
+			    cls, m[i].rejects[c]);
 		}
 	}
 	metrics_family(fp, "ingressd_requests_aborted_total", "counter",

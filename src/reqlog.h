@@ -11,6 +11,20 @@
 
 struct worker;
 
+/*
+ * Why ingressd answered a request itself with 502, 503 or 504 (counted by
+ * reason in the metrics).  Append only: the names are a metrics label.
+ */
+enum reqlog_reject {
+	REJECT_NONE,
+	REJECT_QUEUE_FULL,	/* the deployment's wait queue was full */
+	REJECT_QUEUE_TIMEOUT,	/* replicas ready, none free in time */
+	REJECT_NO_REPLICA,	/* no replica ready (or none known) */
+	REJECT_REPLICA_FAILED,	/* connection lost or request failed: 502 */
+	REJECT_DEADLINE,	/* replica did not answer in time: 504 */
+	REJECT_N
+};
+
 struct reqlog {
 	const char	*peer;		/* client address */
 	const char	*method;	/* NULL: the request never parsed */
@@ -30,7 +44,11 @@ struct reqlog {
 	double		 upstream_s;	/* attach -> response end; <0: none */
 	double		 total_s;	/* head -> response queued */
 	int		 aborted;	/* client went away first */
+	enum reqlog_reject reject;
 };
+
+/* The reason's metrics label ("queue_full" ...), "" for REJECT_NONE. */
+const char *reqlog_reject_str(enum reqlog_reject);
 
 /* Called once per request, on the worker's thread. */
 void	reqlog_done(struct worker *, const struct reqlog *);

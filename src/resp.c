@@ -282,6 +282,8 @@ resp_simple(struct evbuffer *out, int minor, int status, const char *ctype,
 	}
 	if (status == 503)
 		evbuffer_add(out, "retry-after: 1\r\n", 16);
+	else if (status == 401)		/* RFC 6750 3: the scheme we take */
+		evbuffer_add(out, "www-authenticate: Bearer\r\n", 26);
 	if (!keep_alive)
 		evbuffer_add(out, "connection: close\r\n", 19);
 	else if (minor == 0)

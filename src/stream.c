@@ -6,6 +6,7 @@
  * queue deadline while queued, then the time to the response head, then
  * the longest gap allowed between response pieces.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -53,6 +54,7 @@ struct stream {
 	uint64_t	 send_window;
 	uint64_t	 recv_window;
 	uint64_t	 recv_consumed;
+	enum reqlog_reject reject;	/* set when it failed */
 };
 
 #define STREAM_MAX_RETRIES	2
@@ -480,9 +482,46 @@ stream_on_end(struct stream *s)
 void
 stream_on_fail(struct stream *s, int status, const char *why)
 {
+	if (s->reject == REJECT_NONE)
+		s->reject = status == 502 ? REJECT_REPLICA_FAILED :
+		    status == 504 ? REJECT_DEADLINE : REJECT_NONE;
 	s->state = S_DONE;
 	deadline_clear(&s->timer);
 	s->ops->on_fail(s->arg, status, why);
+}
+
+void
+stream_on_reject(struct stream *s, enum reqlog_reject r, int status,
+    const char *why)
+{
+	s->reject = r;
+	stream_on_fail(s, status, why);
+}
+
+enum reqlog_reject
+stream_reject(const struct stream *s)
+{
+	return s->reject;
+}
+
+/* The queue deadline passed: say whether no replica was ready at all
+ * (down, refusing, still starting) or all were busy. */
+static void
+stream_queue_expired(struct stream *s)
+{
+	struct handle *h = s->h;
+	char why[320];
+	int ready = handle_has_ready(h);
+
+	handle_dequeue(h, s);
+	if (ready)
+		snprintf(why, sizeof(why), "every replica of deployment '%s' "
+		    "stayed busy past the queue timeout", handle_name(h));
+	else
+		snprintf(why, sizeof(why), "no replica of deployment '%s' is "
+		    "ready", handle_name(h));
+	stream_on_reject(s, ready ? REJECT_QUEUE_TIMEOUT : REJECT_NO_REPLICA,
+	    503, why);
 }
 
 static void
@@ -494,8 +533,7 @@ stream_timer_cb(evutil_socket_t fd, short ev, void *arg)
 		return;
 	switch (s->state) {
 	case S_QUEUED:
-		handle_dequeue(s->h, s);
-		stream_on_fail(s, 503, "no replica available in time");
+		stream_queue_expired(s);
 		break;
 	case S_ATTACHED:
 		upstream_cancel(s->up, s, WIRE_CODE_TIMEOUT);

@@ -16,6 +16,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "reqlog.h"
+
 struct evbuffer;
 struct handle;
 struct http1_request;
@@ -86,6 +88,12 @@ void		 stream_on_window(struct stream *, uint32_t);
 /* Terminal events from the upstream: the stream is detached already. */
 void		 stream_on_end(struct stream *);
 void		 stream_on_fail(struct stream *, int status, const char *why);
+/* Failed with a reason the metrics count (on_fail follows at once); a
+ * plain stream_on_fail counts 502 as replica_failed, 504 as deadline. */
+void		 stream_on_reject(struct stream *, enum reqlog_reject,
+		    int status, const char *why);
+/* For the front's on_fail: why the stream failed. */
+enum reqlog_reject stream_reject(const struct stream *);
 /* Where the REQUEST starts in the connection's output (bytes ever
  * queued on it): at or past what was written means the replica saw none. */
 void		 stream_set_sent_at(struct stream *, uint64_t);

@@ -19,6 +19,7 @@
 #include "conf.h"
 #include "handle.h"
 #include "log.h"
+#include "monotime.h"
 #include "net.h"
 #include "registry.h"
 #include "sock.h"
@@ -32,6 +33,7 @@
 #define UPSTREAM_LAST_ID	0x7fff0000u	/* then drain and reconnect */
 #define BACKOFF_MIN_MS		20
 #define BACKOFF_MAX_MS		2000
+#define UPSTREAM_WARN_EVERY	10.0	/* s between "cannot connect" lines */
 
 struct upstream {
 	struct worker	*w;
@@ -61,6 +63,8 @@ struct upstream {
 	struct evbuffer	*scratch;	/* DATA payloads on their way out */
 	uint64_t	 out_added;	/* bytes ever queued on this connection */
 	uint64_t	 written_at_close; /* of those, in the socket at a linger */
+	double		 warned_at;	/* last failure logged at warn */
+	unsigned	 warn_quiet;	/* failures since, logged at debug */
 	struct upstream	*next;		/* the worker's pool */
 };
 
@@ -405,6 +409,36 @@ upstream_fail_streams(struct upstream *up, uint64_t written, const char *why)
 	atomic_store_explicit(&up->st->in_flight, 0, memory_order_relaxed);
 }
 
+/*
+ * A replica that cannot be reached (refused, timed out, not answering the
+ * handshake) is logged at warn, at most once per UPSTREAM_WARN_EVERY
+ * seconds per connection, with a count of the failures in between: the
+ * backoff retries far more often than an operator wants to read.
+ */
+static void
+upstream_warn_down(struct upstream *up, const char *why)
+{
+	double now = monotime_coarse();
+	const char *what = up->state == UPSTREAM_CONNECTING ?
+	    "cannot connect" : "handshake failed";
+
+	if (up->warned_at > 0 && now - up->warned_at < UPSTREAM_WARN_EVERY) {
+		up->warn_quiet++;
+		log_debug("replica %s (%s): %s: %s", up->ep->id,
+		    up->ep->addr.text, what, why);
+		return;
+	}
+	if (up->warn_quiet > 0)
+		log_warnx("replica %s (%s): %s: %s (%u more failures in the "
+		    "last %.0fs)", up->ep->id, up->ep->addr.text, what, why,
+		    up->warn_quiet, now - up->warned_at);
+	else
+		log_warnx("replica %s (%s): %s: %s", up->ep->id,
+		    up->ep->addr.text, what, why);
+	up->warned_at = now;
+	up->warn_quiet = 0;
+}
+
 static void
 upstream_fail(struct upstream *up, const char *why)
 {
@@ -418,8 +452,7 @@ upstream_fail(struct upstream *up, const char *why)
 		log_warnx("replica %s (%s): %s", up->ep->id, up->ep->addr.text,
 		    why);
 	else
-		log_debug("replica %s (%s): %s", up->ep->id, up->ep->addr.text,
-		    why);
+		upstream_warn_down(up, why);
 	if (up->sock != NULL)
 		written = up->out_added - sock_output_len(up->sock);
 	else

@@ -493,8 +493,8 @@ def request(port, method, target, headers=None, body=None, chunks=None,
 		    version, host)
 
 
-def get_json(port, target):
-	r = request(port, "GET", target, timeout=5.0)
+def get_json(port, target, headers=None):
+	r = request(port, "GET", target, headers=headers, timeout=5.0)
 	if r.status != 200:
 		raise HTTPError("GET %s: %d %r" % (target, r.status, r.body))
 	return r.json()
@@ -590,6 +590,8 @@ class Daemon:
 		self.logfile = None
 		self.seen_pids = set()
 		self.stopped = False
+		# Sent with the harness's own admin requests (an admin token).
+		self.admin_headers = None
 		self.exit_status = None
 		self.stop_elapsed = None
 
@@ -744,7 +746,7 @@ class Daemon:
 
 	def deployments(self, port=None):
 		d = get_json(port or self.admin_port or self.port,
-		    "/-/deployments")
+		    "/-/deployments", self.admin_headers)
 		for dep in d.values():
 			for r in dep.get("replicas", []):
 				if isinstance(r.get("pid"), int) and \
@@ -755,7 +757,7 @@ class Daemon:
 		return d
 
 	def routes(self):
-		return get_json(self.admin_port, "/-/routes")
+		return get_json(self.admin_port, "/-/routes", self.admin_headers)
 
 	def replica_pids(self, name=None):
 		"""{replica id: pid} of spawned replicas."""
@@ -1013,6 +1015,14 @@ def _parse_sample(line):
 def metric(samples, name, **labels):
 	"""The value of one sample (0.0 when absent)."""
 	return samples.get((name, frozenset(labels.items())), 0.0)
+
+
+def metric_sum(samples, name, **labels):
+	"""The sum of the samples of name whose labels include these (e.g.
+	every code of a status_class)."""
+	want = set(labels.items())
+	return sum(v for (n, ls), v in samples.items()
+	    if n == name and want <= ls)
 
 
 # ---------------------------------------------------------------- resilience

@@ -27,6 +27,7 @@ class Admin(unittest.TestCase):
 
 	def test_deployments_keys_match_conf(self):
 		over = {
+			"admin_on_public": True,
 			"routes": [{"prefix": "/echo", "deployment": "echo"},
 			    {"prefix": "/e2", "deployment": "echo2"}],
 			"deployments": {"hello": None, "sleep": None,

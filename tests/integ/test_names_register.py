@@ -90,11 +90,12 @@ class Register(unittest.TestCase):
 				self.assertEqual(r.status, 409, r)
 				self.assertIn("defined in the configuration",
 				    r.json()["error"])
-				# Registration is never served on the public port.
+				# Registration is never served on the public port
+				# (where /-/ holds only the probes by default).
 				r = put(d.port, "m", "r2", {"address": rep.listen})
-				self.assertEqual(r.status, 403, r)
+				self.assertEqual(r.status, 404, r)
 				r = delete(d.port, "m", "r1")
-				self.assertEqual(r.status, 403, r)
+				self.assertEqual(r.status, 404, r)
 				r = request(a, "GET", "/-/deployments/m/replicas/r1")
 				self.assertEqual(r.status, 405, r)
 				r = request(a, "PUT", "/-/deployments/m/replicas/r1",

@@ -12,7 +12,8 @@ import unittest
 
 import harness
 from harness import (ROOT, Daemon, binary, log_path, reload, request,
-    wait_log, wait_until)
+    scrape, wait_log, wait_until)
+from test_ops_metrics import hist
 
 STAMP = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z ingressd\[\d+\]: ")
 
@@ -121,6 +122,38 @@ class AccessLog(unittest.TestCase):
 			self.assertIsNone(bad["method"])
 			self.assertIsNone(bad["deployment"])
 			self.assertIsNone(bad["upstream_time"])
+
+	def test_request_time_is_precise(self):
+		# Worker loops must time requests with a precise clock: the
+		# coarse monotonic clock moves in 4 ms steps, so a 7 ms request
+		# logged 0.004 or 0.008 and the histogram's _sum stayed 0.
+		over = {"workers": 1, "access_log_format": "json",
+		    "deployments": {"sleep": {"prewarm": True}}}
+		with Daemon(over) as d:
+			path = os.path.join(d.tmpdir, "access.json")
+			reload(d, dict(over, access_log=path))
+			wait_log(d, "reload 1: every worker switched")
+			n = 7
+			for _ in range(n):
+				self.assertEqual(d.request("GET",
+				    "/sleep?ms=7").status, 200)
+			recs = [json.loads(l) for l in wait_lines(path, n)]
+			times = sorted(r["request_time"] for r in recs)
+			median = times[n // 2]
+			self.assertAlmostEqual(median, 0.007, delta=0.002,
+			    msg=times)
+			# Not a multiple of the coarse clock's 4 ms tick.
+			self.assertTrue(any(abs(t * 1000 - round(t * 250) * 4)
+			    > 0.05 for t in times), times)
+			m = scrape(d.admin_port)
+			b, total, count = hist(m,
+			    "ingressd_request_duration_seconds",
+			    {"route": "/sleep", "deployment": "sleep"})
+			self.assertEqual(count, n)
+			# (0.005, 0.01]: the 7 ms requests' bucket.
+			self.assertGreaterEqual(b["0.01"] - b["0.005"], n // 2 + 1,
+			    b)
+			self.assertAlmostEqual(total / n, 0.007, delta=0.003)
 
 	def test_off_by_default(self):
 		with Daemon() as d:

@@ -3,7 +3,8 @@ the requests made."""
 
 import unittest
 
-from harness import Daemon, metric, request, scrape, spawn, wait_until
+from harness import (Daemon, metric, metric_sum, request, scrape, spawn,
+    wait_until)
 
 
 ECHO = {"route": "/echo", "deployment": "echo"}
@@ -48,13 +49,13 @@ class Metrics(unittest.TestCase):
 			    "/sleep?ms=bad").status, 400)
 			m = scrape(d.admin_port)
 
-			self.assertEqual(metric(m, "ingressd_requests_total",
+			self.assertEqual(metric_sum(m, "ingressd_requests_total",
 			    status_class="2xx", **ECHO), 5)
-			self.assertEqual(metric(m, "ingressd_requests_total",
+			self.assertEqual(metric_sum(m, "ingressd_requests_total",
 			    status_class="2xx", **SLEEP), 2)
-			self.assertEqual(metric(m, "ingressd_requests_total",
+			self.assertEqual(metric_sum(m, "ingressd_requests_total",
 			    status_class="4xx", **SLEEP), 1)
-			self.assertEqual(metric(m, "ingressd_requests_total",
+			self.assertEqual(metric_sum(m, "ingressd_requests_total",
 			    status_class="4xx", route="", deployment=""), 3)
 			self.assertEqual(metric(m,
 			    "ingressd_request_body_bytes_total", **ECHO), 5000)
@@ -178,7 +179,7 @@ class Metrics(unittest.TestCase):
 			    if name == "ingressd_requests_total" and
 			    dict(ls)["deployment"] != "")
 			self.assertEqual(routed, n)
-			self.assertGreater(metric(m, "ingressd_requests_total",
+			self.assertGreater(metric_sum(m, "ingressd_requests_total",
 			    route="_other", deployment="_other",
 			    status_class="2xx"), 0)
 			self.assertGreaterEqual(total, n)
