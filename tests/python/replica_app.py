@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""replica_app.py -- a Python replica for tests/integ/test_python.py, which
+"""replica_app.py -- a Python replica for tests/integ/test_proxy_python.py, which
 spawns it through ingressd.  It counts what happened to its handlers so a
 test can see from outside what it cannot see in the HTTP response:
 
