@@ -8,8 +8,12 @@ takes it piece by piece.  Strings from the wire are decoded as Latin-1,
 which keeps every byte (HTTP field values are bytes, not text).
 """
 
+from __future__ import annotations
+
 import collections
 import json
+from typing import (Any, AsyncIterator, Dict, Iterable, Iterator, List,
+                    Optional, Tuple)
 from urllib.parse import parse_qsl
 
 from .wire import INITIAL_WINDOW, encode_window
@@ -22,36 +26,37 @@ class Headers:
 
     __slots__ = ("_pairs",)
 
-    def __init__(self, pairs=()):
+    def __init__(self, pairs: Iterable[Tuple[str, str]] = ()) -> None:
         self._pairs = list(pairs)
 
-    def get(self, name, default=None):
+    def get(self, name: str,
+            default: Optional[str] = None) -> Optional[str]:
         name = name.lower()
         for k, v in self._pairs:
             if k.lower() == name:
                 return v
         return default
 
-    def getall(self, name):
+    def getall(self, name: str) -> List[str]:
         name = name.lower()
         return [v for k, v in self._pairs if k.lower() == name]
 
-    def __getitem__(self, name):
+    def __getitem__(self, name: str) -> str:
         v = self.get(name)
         if v is None:
             raise KeyError(name)
         return v
 
-    def __contains__(self, name):
+    def __contains__(self, name: object) -> bool:
         return self.get(name) is not None
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[str]:
         return (k for k, _ in self._pairs)
 
-    def __len__(self):
+    def __len__(self) -> int:
         return len(self._pairs)
 
-    def items(self):
+    def items(self) -> List[Tuple[str, str]]:
         """(name, value) pairs as received, names in their own case."""
         return list(self._pairs)
 
@@ -66,7 +71,8 @@ class Response:
 
     __slots__ = ("status", "headers", "body")
 
-    def __init__(self, body=b"", status=200, headers=None):
+    def __init__(self, body: Any = b"", status: int = 200,
+                 headers: Any = None) -> None:
         self.status = status
         self.headers = headers
         self.body = body
@@ -77,7 +83,8 @@ class HTTPError(Exception):
     reason text) instead of 500.  Once the response has started, it
     fails the stream like any other exception."""
 
-    def __init__(self, status, body=None, headers=None):
+    def __init__(self, status: int, body: Any = None,
+                 headers: Any = None) -> None:
         Exception.__init__(self, status, body)
         self.status = status
         self.body = body if body is not None else "HTTP %d\n" % status
@@ -137,7 +144,7 @@ class Request:
                                        self.target)
 
     @property
-    def args(self):
+    def args(self) -> Dict[str, str]:
         """The query as a dict, percent-decoded; the first value wins
         for a repeated key."""
         if self._args is None:
@@ -148,12 +155,12 @@ class Request:
         return self._args
 
     @property
-    def body_length(self):
+    def body_length(self) -> int:
         """Body bytes received so far."""
         return self._body_len
 
     @property
-    def data(self):
+    def data(self) -> bytes:
         """The whole body, once read: always for a sync handler (the
         body is read before it is called), after `await body()` for an
         async one."""
@@ -162,7 +169,7 @@ class Request:
                                "use await req.body()")
         return self._data
 
-    async def body(self):
+    async def body(self) -> bytes:
         """The whole request body (waits for the end of it)."""
         if self._data is None:
             parts = []
@@ -171,16 +178,16 @@ class Request:
             self._data = b"".join(parts)
         return self._data
 
-    async def text(self, encoding="utf-8"):
+    async def text(self, encoding: str = "utf-8") -> str:
         return (await self.body()).decode(encoding)
 
-    async def json(self):
+    async def json(self) -> Any:
         return json.loads(await self.body())
 
-    def __aiter__(self):
+    def __aiter__(self) -> AsyncIterator[bytes]:
         return self
 
-    async def __anext__(self):
+    async def __anext__(self) -> bytes:
         while not self._chunks:
             if self._in_done:
                 raise StopAsyncIteration

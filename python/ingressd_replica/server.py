@@ -28,6 +28,8 @@ with drain() (await until the transport's buffer is below its high-water
 mark).  WINDOW on stream 0 is reserved and ignored.
 """
 
+from __future__ import annotations
+
 import argparse
 import asyncio
 import concurrent.futures
@@ -41,6 +43,7 @@ import socket
 import stat
 import sys
 import threading
+from typing import Any, Callable, Mapping, Optional, Sequence, Tuple
 
 from . import wire
 from .request import HTTPError, Request, Response
@@ -60,7 +63,7 @@ class _ProtocolError(Exception):
     """ingressd broke the protocol; the text goes into our ERROR."""
 
 
-def parse_address(addr):
+def parse_address(addr: str) -> Tuple[Any, ...]:
     """("unix", path) for "unix:/path"; ("tcp", host, port) for
     "host:port" or "[v6]:port" (an empty host binds every address)."""
     if addr.startswith("unix:"):
@@ -367,9 +370,17 @@ class Replica:
     socket is bound, so ingressd reaches nothing that is not ready.
     """
 
-    def __init__(self, handler, address=None, replica_id=None,
-                 deployment=None, max_concurrency=None, drain_ms=None, threads=None,
-                 on_startup=None, on_shutdown=None, argv=None, environ=None):
+    def __init__(self, handler: Callable[[Request], Any],
+                 address: Optional[str] = None,
+                 replica_id: Optional[str] = None,
+                 deployment: Optional[str] = None,
+                 max_concurrency: Optional[int] = None,
+                 drain_ms: Optional[int] = None,
+                 threads: Optional[int] = None,
+                 on_startup: Optional[Callable[[], Any]] = None,
+                 on_shutdown: Optional[Callable[[], Any]] = None,
+                 argv: Optional[Sequence[str]] = None,
+                 environ: Optional[Mapping[str, str]] = None) -> None:
         if not callable(handler):
             raise ConfigError("handler is not callable")
         self.handler = handler
@@ -419,7 +430,7 @@ class Replica:
 
     # Life cycle.
 
-    async def start(self):
+    async def start(self) -> None:
         """Run on_startup, then bind and listen."""
         self.loop = asyncio.get_running_loop()
         self._stop = asyncio.Event()
@@ -438,7 +449,7 @@ class Replica:
                 lambda: _Conn(self), sock=sock)
         log.info("listening on %s", self.address)
 
-    async def run(self):
+    async def run(self) -> None:
         """start(), then serve until SIGTERM/SIGINT or stop(), then
         drain: GOAWAY on every connection, requests in flight get up
         to drain_ms (a second signal cuts that short), the rest are
@@ -460,7 +471,7 @@ class Replica:
                         NotImplementedError):
                     pass
 
-    def stop(self):
+    def stop(self) -> None:
         """Begin the drain; a second call ends it now."""
         if self._stop.is_set():
             self._force.set()
@@ -829,7 +840,8 @@ def _setup_logging(replica_id):
     log.propagate = False
 
 
-def serve(handler, address=None, **kwargs):
+def serve(handler: Callable[[Request], Any], address: Optional[str] = None,
+          **kwargs: Any) -> int:
     """Serve handler until SIGTERM or SIGINT and the drain; returns 0.
 
     Settings: see Replica (argv defaults to sys.argv[1:] here).  A bad
