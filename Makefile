@@ -130,6 +130,8 @@ fuzz: deps $(FUZZ_BIN)
 fuzz-ci: deps $(FUZZ_BIN)
 	FUZZ_TIME=60 FUZZ_JOBS=2 sh tests/fuzz/run.sh $(FUZZ_BIN)
 
+depgraph: all ; scripts/depgraph --build $(BUILD) $(DEPGRAPH_FLAGS)
+
 # The raw-socket HTTP/1.1 suite against ingressd + replica-echo.
 conformance: all
 	python3 tests/conformance/run.py --ingressd $(BUILD) --strict

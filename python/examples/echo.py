@@ -29,70 +29,70 @@ BODY_MAX = 65536
 
 
 def query_get(query, key):
-	"""The raw value of key in a query string (no percent-decoding), as
-	replica_query_get() does it; None when absent."""
-	for part in query.split("&"):
-		k, sep, v = part.partition("=")
-		if k == key:
-			return v if sep else ""
-	return None
+    """The raw value of key in a query string (no percent-decoding), as
+    replica_query_get() does it; None when absent."""
+    for part in query.split("&"):
+        k, sep, v = part.partition("=")
+        if k == key:
+            return v if sep else ""
+    return None
 
 
 def text(s):
-	"""A wire string (decoded as Latin-1) as JSON text: UTF-8 when it is
-	UTF-8, else its bytes taken as Latin-1, like echo.c."""
-	if s.isascii():
-		return s
-	b = s.encode("latin-1")
-	try:
-		return b.decode("utf-8")
-	except UnicodeDecodeError:
-		return s
+    """A wire string (decoded as Latin-1) as JSON text: UTF-8 when it is
+    UTF-8, else its bytes taken as Latin-1, like echo.c."""
+    if s.isascii():
+        return s
+    b = s.encode("latin-1")
+    try:
+        return b.decode("utf-8")
+    except UnicodeDecodeError:
+        return s
 
 
 async def mirror(req):
-	async for chunk in req:
-		yield chunk
+    async for chunk in req:
+        yield chunk
 
 
 async def handler(req):
-	status = 200
-	v = query_get(req.query, "status")
-	if v is not None and v.isdigit() and 100 <= int(v) <= 999:
-		status = int(v)
-	if query_get(req.query, "raw") == "1":
-		return Response(mirror(req), status,
-		    [("content-type", "application/octet-stream")])
-	kept = []
-	have = 0
-	async for chunk in req:
-		if have < BODY_MAX:
-			kept.append(chunk[:BODY_MAX - have])
-			have += len(kept[-1])
-	headers = {}
-	for name, value in req.headers.items():
-		name = name.lower()
-		value = text(value)
-		headers[name] = headers[name] + ", " + value if name in \
-		    headers else value
-	out = {
-		"method": text(req.method),
-		"path": text(req.path),
-		"query": text(req.query),
-		"headers": headers,
-		"body_length": req.body_length,
-	}
-	if req.body_length <= BODY_MAX:
-		try:
-			out["body"] = b"".join(kept).decode("utf-8")
-		except UnicodeDecodeError:
-			pass
-	out["replica"] = req.replica_id
-	out["deployment"] = text(req.deployment or req.replica.deployment)
-	out["request_id"] = text(req.request_id)
-	out["conn_pings"] = req.conn_pings
-	return status, None, out
+    status = 200
+    v = query_get(req.query, "status")
+    if v is not None and v.isdigit() and 100 <= int(v) <= 999:
+        status = int(v)
+    if query_get(req.query, "raw") == "1":
+        return Response(mirror(req), status,
+                        [("content-type", "application/octet-stream")])
+    kept = []
+    have = 0
+    async for chunk in req:
+        if have < BODY_MAX:
+            kept.append(chunk[:BODY_MAX - have])
+            have += len(kept[-1])
+    headers = {}
+    for name, value in req.headers.items():
+        name = name.lower()
+        value = text(value)
+        headers[name] = headers[name] + ", " + value if name in \
+            headers else value
+    out = {
+        "method": text(req.method),
+        "path": text(req.path),
+        "query": text(req.query),
+        "headers": headers,
+        "body_length": req.body_length,
+    }
+    if req.body_length <= BODY_MAX:
+        try:
+            out["body"] = b"".join(kept).decode("utf-8")
+        except UnicodeDecodeError:
+            pass
+    out["replica"] = req.replica_id
+    out["deployment"] = text(req.deployment or req.replica.deployment)
+    out["request_id"] = text(req.request_id)
+    out["conn_pings"] = req.conn_pings
+    return status, None, out
 
 
 if __name__ == "__main__":
-	sys.exit(serve(handler))
+    sys.exit(serve(handler))

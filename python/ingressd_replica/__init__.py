@@ -19,4 +19,4 @@ from .server import ConfigError, Replica, parse_address, serve
 
 __version__ = "0.1.0"
 __all__ = ["serve", "Replica", "Request", "Response", "Headers",
-    "HTTPError", "ConfigError", "parse_address", "__version__"]
+           "HTTPError", "ConfigError", "parse_address", "__version__"]

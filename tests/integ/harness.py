@@ -25,6 +25,7 @@ import subprocess
 import tempfile
 import threading
 import time
+import unittest
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 BUILD = os.path.join(ROOT, os.environ.get("BUILD", "build"))
@@ -955,61 +956,34 @@ class LoadLoop:
 def scrape(port, target="/-/metrics"):
 	"""GET the metrics page and parse the Prometheus text format into
 	{(name, frozenset(labels.items())): float}; also checks that every
-	sample's family was declared with # TYPE before it."""
+	sample's family was declared with # TYPE before it and that no sample
+	repeats.  The parser is Prometheus's own (python3-prometheus-client,
+	so run the tests with /usr/bin/python3), not one written by the
+	renderer's authors."""
+	try:
+		from prometheus_client.parser import \
+		    text_string_to_metric_families
+	except ImportError:
+		raise unittest.SkipTest("prometheus_client missing: apt-get "
+		    "install python3-prometheus-client, run /usr/bin/python3")
 	r = request(port, "GET", target, timeout=5.0)
 	if r.status != 200:
 		raise HTTPError("GET %s: %d %r" % (target, r.status, r.body))
 	out = {}
-	typed = set()
-	for line in r.body.decode("utf-8").splitlines():
-		if line.startswith("# TYPE "):
-			typed.add(line.split()[2])
-			continue
-		if not line or line.startswith("#"):
-			continue
-		name, labels, value = _parse_sample(line)
-		family = name
-		for suffix in ("_bucket", "_sum", "_count"):
-			if name.endswith(suffix) and \
-			    name[:-len(suffix)] in typed:
-				family = name[:-len(suffix)]
-		if family not in typed:
+	text = r.body.decode("utf-8")
+	for family in text_string_to_metric_families(text):
+		# A sample with no # TYPE before it gets a family of its own
+		# of type "unknown".
+		if family.type in ("unknown", "untyped"):
 			raise AssertionError("sample before its # TYPE: %r" %
-			    line)
-		key = (name, frozenset(labels.items()))
-		if key in out:
-			raise AssertionError("duplicate sample: %r" % line)
-		out[key] = value
+			    [s.name for s in family.samples])
+		for s in family.samples:
+			key = (s.name, frozenset(s.labels.items()))
+			if key in out:
+				raise AssertionError("duplicate sample: %s%r" %
+				    (s.name, s.labels))
+			out[key] = float(s.value)
 	return out
-
-
-def _parse_sample(line):
-	"""name{a="x",b="y"} value -> (name, {a: x, b: y}, float)."""
-	labels = {}
-	if "{" in line:
-		name, rest = line.split("{", 1)
-		i = 0
-		while rest[i] != "}":
-			eq = rest.index("=", i)
-			key = rest[i:eq].lstrip(",")
-			if rest[eq + 1] != '"':
-				raise ValueError("bad label in %r" % line)
-			j = eq + 2
-			val = []
-			while rest[j] != '"':
-				if rest[j] == "\\":
-					j += 1
-					val.append({"n": "\n"}.get(rest[j],
-					    rest[j]))
-				else:
-					val.append(rest[j])
-				j += 1
-			labels[key] = "".join(val)
-			i = j + 1
-		value = rest[i + 1:].strip()
-	else:
-		name, value = line.split(None, 1)
-	return name, labels, float(value)
 
 
 def metric(samples, name, **labels):

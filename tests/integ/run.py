@@ -9,6 +9,21 @@ with harness.timeout(N), or -t); one line per test, then
 "integ: N passed, M failed[, K skipped]".  Exit status 1 on any failure.
 Logs go to $BUILD/integ-logs/; for a failing test the tail of every daemon
 and replica log it wrote is printed.
+
+Files are named test_AREA_TOPIC.py, so `-k test_AREA_` runs an area:
+	http        HTTP/1.1 at the front door: keep-alive, pipelining,
+	            HEAD, Expect, the errors the daemon answers itself
+	proxy       requests through to replicas and back: bodies, streaming,
+	            concurrency, the Python SDK's replicas
+	names       how a request finds its replicas: routes, resolution,
+	            registration, DNS, prewarm, expiry
+	hostile     clients that attack: limits, slow clients, smuggling
+	resilience  replicas that fail: crashes, restarts, deadlines, flow
+	            control, protocol errors
+	ops         the operator's side: CLI, stop, reload, logs, metrics,
+	            sd_notify
+(test_admin.py and test_confcheck.py are still to become ops_admin and
+ops_confcheck.)
 """
 
 import argparse

@@ -1,5 +1,6 @@
 """Graceful stop on SIGTERM: no new connections, in-flight requests finish
-(up to timeouts.drain), then replicas stop and ingressd exits 0."""
+(up to timeouts.drain), then replicas stop and ingressd exits 0.  SIGTERM
+and SIGINT alike: exit 0, replicas gone, sockets removed."""
 
 import signal
 import socket
@@ -7,7 +8,7 @@ import threading
 import time
 import unittest
 
-from harness import Daemon, timeout, wait_until
+from harness import Daemon, pid_alive, sockets_under, timeout, wait_until
 
 
 def in_flight(d, name="sleep"):
@@ -157,6 +158,42 @@ class GracefulStop(unittest.TestCase):
 				self.assertTrue(c.wait_closed(1.0))
 			d.proc.wait(timeout=5)
 			self.assertEqual(d.stop(), 0)
+
+
+
+class SignalStop(unittest.TestCase):
+
+
+	def _stop_and_check(self, d, sig):
+		# Every deployment used, so every replica is known and warm.
+		for path in ("/echo/x", "/hello", "/sleep?ms=1"):
+			r = d.request("GET", path)
+			self.assertEqual(r.status, 200, "%s: %r" % (path, r))
+		pids = d.replica_pids()
+		self.assertEqual(len(pids), 6, pids)
+		for pid in pids.values():
+			self.assertTrue(pid_alive(pid))
+		self.assertTrue(sockets_under(d.runtime_dir),
+		    "spawned replicas have no sockets in runtime_dir")
+		# stop() asserts exit status 0, every replica gone (1 s of
+		# grace) and no socket left in runtime_dir.
+		status = d.stop(sig=sig)
+		self.assertEqual(status, 0)
+		self.assertLess(d.stop_elapsed, 5.0)
+
+	def test_sigterm(self):
+		with Daemon() as d:
+			self._stop_and_check(d, signal.SIGTERM)
+
+	def test_sigint(self):
+		with Daemon() as d:
+			self._stop_and_check(d, signal.SIGINT)
+
+	def test_stop_before_any_request(self):
+		with Daemon() as d:
+			t0 = time.monotonic()
+			d.stop()
+			self.assertLess(time.monotonic() - t0, 5.0)
 
 
 if __name__ == "__main__":

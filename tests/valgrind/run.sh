@@ -41,10 +41,9 @@ chmod 755 "$VG/ingressd"
 # assertions are about wall-clock speed are left out: valgrind is ~30x
 # slower.
 if [ $# -eq 0 ]; then
-	set -- -k test_echo -k test_errors -k test_expect -k test_head \
-	    -k test_keepalive -k test_pipelining -k test_routes \
-	    -k test_names -k test_streaming -k test_supervisor \
-	    -k test_stop -k test_admin -k test_hostile_smuggling \
+	set -- -k test_proxy_echo -k test_http_ -k test_names \
+	    -k test_proxy_streaming -k test_resilience_failover.Supervisor \
+	    -k test_ops_stop.SignalStop -k test_admin -k test_hostile_smuggling \
 	    -k test_hostile_limits -k test_body_stall -k never_read
 fi
 
