@@ -22,6 +22,7 @@
 #include <jansson.h>
 
 #include "conf.h"
+#include "hash.h"
 #include "registry.h"
 #include "upstream.h"
 
@@ -135,17 +136,6 @@ registry_endpoint_free(struct reg_endpoint *ep)
 
 /* Indexes -------------------------------------------------------------- */
 
-/* FNV-1a: names are short, and the tables grow to one per bucket. */
-uint32_t
-registry_name_hash(const char *s)
-{
-	uint32_t h = 2166136261u;
-
-	while (*s != '\0')
-		h = (h ^ (unsigned char)*s++) * 16777619u;
-	return h;
-}
-
 static struct reg_deployment *
 registry_index_find(const struct reg_index *x, const char *name)
 {
@@ -153,7 +143,7 @@ registry_index_find(const struct reg_index *x, const char *name)
 
 	if (x->nb == 0)
 		return NULL;
-	for (d = x->b[registry_name_hash(name) & (x->nb - 1)]; d != NULL;
+	for (d = x->b[hash_name(name) & (x->nb - 1)]; d != NULL;
 	    d = d->hnext) {
 		if (strcmp(d->name, name) == 0)
 			return d;
@@ -164,7 +154,7 @@ registry_index_find(const struct reg_index *x, const char *name)
 static void
 registry_index_put(struct reg_index *x, struct reg_deployment *d)
 {
-	unsigned h = registry_name_hash(d->name) & (x->nb - 1);
+	unsigned h = hash_name(d->name) & (x->nb - 1);
 
 	d->hnext = x->b[h];
 	x->b[h] = d;

@@ -115,9 +115,6 @@ enum reg_result {
 struct registry	*registry_new(const struct conf *, unsigned nworkers,
 		    const char *runtime_dir, char *err, size_t errlen);
 void		 registry_free(struct registry *);
-/* The hash deployment names are indexed by (FNV-1a), for other tables of
- * names too. */
-uint32_t	 registry_name_hash(const char *);
 /*
  * Make the registry match a new conf, all at once under the mutex.  Names
  * that changed, were added or removed are returned in *changes (free with
