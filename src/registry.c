@@ -24,7 +24,7 @@
 #include "conf.h"
 #include "hash.h"
 #include "registry.h"
-#include "upstream.h"
+#include "registry_publish.h"
 
 /* A registration waits this long for a reload to finish, then EBUSY. */
 #define REG_WLOCK_WAIT_MS	50
@@ -97,6 +97,10 @@ struct reg_plan {
 
 static const char *hstate_names[] = {
 	"idle", "resolving", "warming", "ready", "failed",
+};
+
+static const char *estate_names[REG_E_NSTATES] = {
+	"idle", "connecting", "warming", "ready", "down",
 };
 
 static const char *source_names[] = { "spawn", "endpoints", "dns" };
@@ -1202,6 +1206,41 @@ registry_count_eviction(struct reg_deployment *d)
 	atomic_fetch_add_explicit(&d->evictions, 1, memory_order_relaxed);
 }
 
+void
+registry_publish_pid(struct reg_endpoint *ep, int pid)
+{
+	atomic_store(&ep->pid, pid);
+}
+
+void
+registry_count_restart(struct reg_endpoint *ep)
+{
+	atomic_fetch_add(&ep->restarts, 1);
+}
+
+const char *
+registry_estate_str(int st)
+{
+	if (st < 0 || st >= REG_E_NSTATES)
+		return "?";
+	return estate_names[st];
+}
+
+/* A connection is as good as its state's rank: ready beats warming beats
+ * connecting beats down beats idle. */
+int
+registry_estate_rank(int st)
+{
+	static const int rank[REG_E_NSTATES] = {
+		[REG_E_IDLE] = 0, [REG_E_DOWN] = 1, [REG_E_CONNECTING] = 2,
+		[REG_E_WARMING] = 3, [REG_E_READY] = 4,
+	};
+
+	if (st < 0 || st >= REG_E_NSTATES)
+		return 0;
+	return rank[st];
+}
+
 unsigned
 registry_ndeployments(struct registry *r)
 {
@@ -1250,7 +1289,7 @@ registry_endpoint_json(struct registry *r, struct reg_endpoint *ep,
     const char *id, int spawned)
 {
 	uint64_t pings = 0, pongs = 0, missed = 0, requests = 0;
-	int in_flight = 0, best = UPSTREAM_IDLE, st;
+	int in_flight = 0, best = REG_E_IDLE, st;
 	unsigned w;
 	json_t *o;
 
@@ -1266,12 +1305,12 @@ registry_endpoint_json(struct registry *r, struct reg_endpoint *ep,
 		in_flight += atomic_load_explicit(&s->in_flight,
 		    memory_order_relaxed);
 		st = atomic_load_explicit(&s->state, memory_order_relaxed);
-		if (upstream_state_rank(st) > upstream_state_rank(best))
+		if (registry_estate_rank(st) > registry_estate_rank(best))
 			best = st;
 	}
 	o = json_pack("{s:s, s:s, s:s, s:i, s:I, s:I, s:I, s:I}",
 	    "id", id, "address", ep->addr.text,
-	    "state", upstream_state_str(best), "in_flight", in_flight,
+	    "state", registry_estate_str(best), "in_flight", in_flight,
 	    "pings", (json_int_t)pings, "pongs", (json_int_t)pongs,
 	    "missed_pongs", (json_int_t)missed,
 	    "requests", (json_int_t)requests);

@@ -44,25 +44,24 @@ struct conf;
 struct registry;
 struct reg_deployment;
 
-/* One worker's view of one endpoint; written only by that worker. */
-struct ep_stats {
-	_Atomic int	 state;		/* enum upstream_state */
-	_Atomic int	 in_flight;
-	_Atomic uint64_t requests;
-	_Atomic uint64_t pings;
-	_Atomic uint64_t pongs;
-	_Atomic uint64_t missed_pongs;	/* ping intervals that ended with
-					 * the PING still unanswered */
-	char		 pad[16];	/* keep workers' slots apart */
+struct ep_stats;			/* registry_publish.h */
+
+/* A worker's connection to an endpoint, as it publishes it (upstream.c
+ * runs the state machine; the registry only names and ranks the states). */
+enum reg_estate {
+	REG_E_IDLE = 0, REG_E_CONNECTING, REG_E_WARMING, REG_E_READY, REG_E_DOWN,
 };
+#define REG_E_NSTATES	5
 
 struct reg_endpoint {
 	struct net_addr	 addr;
 	char		 id[64];	/* replica id: "echo-0" or the address */
-	_Atomic int	 pid;		/* spawned: current process, else 0 */
-	_Atomic unsigned restarts;	/* spawned: times restarted */
 	_Atomic unsigned max_ongoing;	/* cap from the conf; a reload may
 					 * change it for the next connection */
+	/* Live figures: written only through registry_publish_* (below and
+	 * in registry_publish.h), read only by the registry. */
+	_Atomic int	 pid;		/* spawned: current process, else 0 */
+	_Atomic unsigned restarts;	/* spawned: times restarted */
 	struct ep_stats	*stats;		/* [nworkers] */
 };
 
@@ -153,6 +152,13 @@ int		 registry_lookup(struct registry *, const char *name,
 		    struct reg_lookup *out);
 void		 registry_publish_hstate(struct reg_deployment *, unsigned worker,
 		    enum reg_hstate);
+/* The supervisor: ep's process is now pid (0: none); it was restarted. */
+void		 registry_publish_pid(struct reg_endpoint *, int pid);
+void		 registry_count_restart(struct reg_endpoint *);
+/* Replica connection states: their names, and which is best ("best of"
+ * summaries over the workers). */
+const char	*registry_estate_str(int);
+int		 registry_estate_rank(int);
 /* Requests waiting in this worker's handle for the deployment. */
 void		 registry_publish_queued(struct reg_deployment *,
 		    unsigned worker, unsigned n);
