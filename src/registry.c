@@ -19,8 +19,6 @@
 #include <pthread.h>
 #include <time.h>
 
-#include <jansson.h>
-
 #include "conf.h"
 #include "hash.h"
 #include "registry.h"
@@ -1284,23 +1282,24 @@ registry_in_flight(struct registry *r, const struct reg_endpoint *ep)
 }
 
 /* An endpoint is as good as its best worker's connection. */
-static json_t *
-registry_endpoint_json(struct registry *r, struct reg_endpoint *ep,
-    const char *id, int spawned)
+static void
+registry_endpoint_figures(struct registry *r, struct reg_endpoint *ep,
+    const char *id, int spawned, struct reg_replica_figures *f)
 {
-	uint64_t pings = 0, pongs = 0, missed = 0, requests = 0;
 	int in_flight = 0, best = REG_E_IDLE, st;
 	unsigned w;
-	json_t *o;
 
+	memset(f, 0, sizeof(*f));
 	for (w = 0; w < r->nworkers; w++) {
 		struct ep_stats *s = &ep->stats[w];
 
-		pings += atomic_load_explicit(&s->pings, memory_order_relaxed);
-		pongs += atomic_load_explicit(&s->pongs, memory_order_relaxed);
-		missed += atomic_load_explicit(&s->missed_pongs,
+		f->pings += atomic_load_explicit(&s->pings,
 		    memory_order_relaxed);
-		requests += atomic_load_explicit(&s->requests,
+		f->pongs += atomic_load_explicit(&s->pongs,
+		    memory_order_relaxed);
+		f->missed_pongs += atomic_load_explicit(&s->missed_pongs,
+		    memory_order_relaxed);
+		f->requests += atomic_load_explicit(&s->requests,
 		    memory_order_relaxed);
 		in_flight += atomic_load_explicit(&s->in_flight,
 		    memory_order_relaxed);
@@ -1308,18 +1307,13 @@ registry_endpoint_json(struct registry *r, struct reg_endpoint *ep,
 		if (registry_estate_rank(st) > registry_estate_rank(best))
 			best = st;
 	}
-	o = json_pack("{s:s, s:s, s:s, s:i, s:I, s:I, s:I, s:I}",
-	    "id", id, "address", ep->addr.text,
-	    "state", registry_estate_str(best), "in_flight", in_flight,
-	    "pings", (json_int_t)pings, "pongs", (json_int_t)pongs,
-	    "missed_pongs", (json_int_t)missed,
-	    "requests", (json_int_t)requests);
-	if (o != NULL && atomic_load(&ep->pid) != 0)
-		json_object_set_new(o, "pid", json_integer(atomic_load(&ep->pid)));
-	if (o != NULL && spawned)
-		json_object_set_new(o, "restarts",
-		    json_integer(atomic_load(&ep->restarts)));
-	return o;
+	f->id = id;
+	f->address = ep->addr.text;
+	f->state = (enum reg_estate)best;
+	f->in_flight = in_flight > 0 ? (unsigned)in_flight : 0;
+	f->pid = atomic_load(&ep->pid);
+	f->spawned = spawned;
+	f->restarts = atomic_load(&ep->restarts);
 }
 
 /*
@@ -1338,90 +1332,90 @@ registry_hstate_rank(int st)
 	return rank[st];
 }
 
-/* How many workers hold a handle in each state (idle: none). */
-static json_t *
-registry_handles_json(struct registry *r, struct reg_deployment *d, int *best)
+const char *
+registry_hstate_str(int st)
 {
-	unsigned i, count[REG_H_NSTATES] = { 0 };
-	json_t *o;
-	int st;
+	if (st < 0 || st >= REG_H_NSTATES)
+		return "?";
+	return hstate_names[st];
+}
+
+/* How many workers hold a handle in each state, and the best of them. */
+static void
+registry_handle_figures(struct registry *r, struct reg_deployment *d,
+    struct reg_figures *f)
+{
+	unsigned i;
+	int st, best = REG_H_IDLE;
 
 	for (i = 0; i < r->nworkers; i++) {
+		f->queued += atomic_load_explicit(&d->queued[i],
+		    memory_order_relaxed);
 		st = atomic_load_explicit(&d->hstate[i], memory_order_relaxed);
 		if (st < 0 || st >= REG_H_NSTATES)
 			continue;
-		count[st]++;
-		if (registry_hstate_rank(st) > registry_hstate_rank(*best))
-			*best = st;
+		f->handles[st]++;
+		if (registry_hstate_rank(st) > registry_hstate_rank(best))
+			best = st;
 	}
-	if ((o = json_object()) == NULL)
-		return NULL;
-	for (i = REG_H_RESOLVING; i < REG_H_NSTATES; i++)
-		json_object_set_new(o, hstate_names[i], json_integer(count[i]));
-	return o;
+	f->state = (enum reg_hstate)best;
 }
 
-static json_t *
-registry_deployment_json(struct registry *r, struct reg_deployment *d)
+/* Under the mutex: d's figures to fn.  -1 when out of memory. */
+static int
+registry_deployment_figures(struct registry *r, struct reg_deployment *d,
+    reg_figures_fn fn, void *arg)
 {
-	json_t *reps, *handles, *o;
-	unsigned i, queued = 0;
-	int best = REG_H_IDLE;
-
-	handles = registry_handles_json(r, d, &best);
-	for (i = 0; i < r->nworkers; i++)
-		queued += atomic_load_explicit(&d->queued[i],
-		    memory_order_relaxed);
-	if ((reps = json_array()) == NULL) {
-		json_decref(handles);
-		return NULL;
-	}
-	for (i = 0; i < d->neps; i++)
-		json_array_append_new(reps, registry_endpoint_json(r, d->eps[i],
-		    d->registered ? d->rids[i] : d->eps[i]->id,
-		    d->source == CONF_SPAWN));
-	o = json_pack("{s:s, s:I, s:I, s:s, s:i, s:i, s:o*, s:o}",
-	    "state", hstate_names[best],
-	    "resolutions", (json_int_t)atomic_load(&d->resolutions),
-	    "evictions", (json_int_t)atomic_load(&d->evictions),
-	    "source", d->registered ? "register" : source_names[d->source],
-	    "version", (int)d->version, "queued", (int)queued,
-	    "handles", handles, "replicas", reps);
-	if (o != NULL && !d->registered && d->source == CONF_DNS)
-		json_object_set_new(o, "dns", json_string(d->command));
-	return o;
-}
-
-json_t *
-registry_status_json(struct registry *r)
-{
-	json_t *doc;
+	struct reg_replica_figures *reps;
+	struct reg_figures f;
 	unsigned i;
 
-	if ((doc = json_object()) == NULL)
-		return NULL;
-	pthread_mutex_lock(&r->lock);
-	for (i = 0; i < r->ndeps; i++)
-		json_object_set_new(doc, r->deps[i]->name,
-		    registry_deployment_json(r, r->deps[i]));
-	for (i = 0; i < r->nregd; i++) {
-		if (r->regd[i]->active)
-			json_object_set_new(doc, r->regd[i]->name,
-			    registry_deployment_json(r, r->regd[i]));
-	}
-	pthread_mutex_unlock(&r->lock);
-	return doc;
+	if ((reps = calloc(d->neps ? d->neps : 1, sizeof(*reps))) == NULL)
+		return -1;
+	memset(&f, 0, sizeof(f));
+	f.name = d->name;
+	f.source = d->registered ? "register" : source_names[d->source];
+	if (!d->registered && d->source == CONF_DNS)
+		f.dns = d->command;
+	f.version = d->version;
+	f.resolutions = atomic_load(&d->resolutions);
+	f.evictions = atomic_load(&d->evictions);
+	registry_handle_figures(r, d, &f);
+	for (i = 0; i < d->neps; i++)
+		registry_endpoint_figures(r, d->eps[i],
+		    d->registered ? d->rids[i] : d->eps[i]->id,
+		    d->source == CONF_SPAWN, &reps[i]);
+	f.replicas = reps;
+	f.nreplicas = d->neps;
+	fn(arg, &f);
+	free(reps);
+	return 0;
 }
 
-json_t *
-registry_name_json(struct registry *r, const char *name)
+int
+registry_figures(struct registry *r, const char *name, reg_figures_fn fn,
+    void *arg)
 {
 	struct reg_deployment *d;
-	json_t *o = NULL;
+	unsigned i;
+	int n = 0;
 
 	pthread_mutex_lock(&r->lock);
-	if ((d = registry_find_live(r, name)) != NULL)
-		o = registry_deployment_json(r, d);
+	if (name != NULL) {
+		if ((d = registry_find_live(r, name)) != NULL)
+			n = registry_deployment_figures(r, d, fn, arg) == 0 ?
+			    1 : -1;
+		pthread_mutex_unlock(&r->lock);
+		return n;
+	}
+	for (i = 0; i < r->ndeps && n != -1; i++)
+		n = registry_deployment_figures(r, r->deps[i], fn, arg) == 0 ?
+		    n + 1 : -1;
+	for (i = 0; i < r->nregd && n != -1; i++) {
+		if (r->regd[i]->active)
+			n = registry_deployment_figures(r, r->regd[i], fn,
+			    arg) == 0 ? n + 1 : -1;
+	}
 	pthread_mutex_unlock(&r->lock);
-	return o;
+	return n;
 }

@@ -174,9 +174,51 @@ struct reg_endpoint *reg_deployment_endpoint(struct reg_deployment *,
 		    unsigned i);
 /* Streams in flight to ep, summed over the workers. */
 unsigned	 registry_in_flight(struct registry *, const struct reg_endpoint *);
-/* The /-/deployments document (a new reference): every live name. */
+
+/*
+ * Live figures, typed: what the admin page (/-/deployments, rendered by
+ * registry_json.c) and /metrics show.  Per-worker slots are summed; a
+ * state is the best over the workers.
+ */
+struct reg_replica_figures {
+	const char	*id;		/* "echo-0", a registered id, ... */
+	const char	*address;
+	enum reg_estate	 state;
+	unsigned	 in_flight;
+	uint64_t	 requests, pings, pongs, missed_pongs;
+	int		 pid;		/* spawned and running, else 0 */
+	int		 spawned;	/* restarts means something */
+	unsigned	 restarts;
+};
+
+struct reg_figures {
+	const char	*name;
+	const char	*source;	/* spawn, endpoints, dns, register */
+	const char	*dns;		/* dns: "name:port", else NULL */
+	enum reg_hstate	 state;		/* the best handle's */
+	unsigned	 handles[REG_H_NSTATES];	/* workers, by state */
+	unsigned	 version;
+	unsigned	 queued;
+	uint64_t	 resolutions, evictions;
+	const struct reg_replica_figures *replicas;
+	unsigned	 nreplicas;
+};
+
+/* Called under the registry's mutex: it must not call the registry, and
+ * the figures (strings included) are valid only during the call. */
+typedef void	(*reg_figures_fn)(void *arg, const struct reg_figures *);
+/*
+ * fn for each live name (the conf's in conf order, then registered ones),
+ * or for name alone when it is not NULL.  Returns how many names fn saw
+ * (0: name unknown), or -1 when out of memory (fn may have seen some).
+ */
+int		 registry_figures(struct registry *, const char *name,
+		    reg_figures_fn fn, void *arg);
+const char	*registry_hstate_str(int);
+
+/* registry_json.c: the /-/deployments document (a new reference), every
+ * live name; one name's entry, or NULL when the name is unknown. */
 struct json_t	*registry_status_json(struct registry *);
-/* One name's entry, or NULL when the name is unknown. */
 struct json_t	*registry_name_json(struct registry *, const char *name);
 
 #endif
