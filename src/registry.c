@@ -202,27 +202,18 @@ registry_find_live(struct registry *r, const char *name)
 }
 
 struct registry *
-registry_new(const struct conf *conf, unsigned nworkers,
-    const char *runtime_dir, char *err, size_t errlen)
+registry_new(unsigned nworkers, const char *runtime_dir)
 {
 	struct registry *r;
-	struct reg_change *ch;
-	unsigned n;
 
 	if ((r = calloc(1, sizeof(*r))) == NULL ||
 	    (r->runtime_dir = strdup(runtime_dir)) == NULL) {
 		free(r);
-		snprintf(err, errlen, "out of memory");
 		return NULL;
 	}
 	pthread_mutex_init(&r->lock, NULL);
 	pthread_mutex_init(&r->wlock, NULL);
 	r->nworkers = nworkers;
-	if (registry_reload(r, conf, &ch, &n, err, errlen) == -1) {
-		registry_free(r);
-		return NULL;
-	}
-	registry_changes_free(ch, n);
 	return r;
 }
 

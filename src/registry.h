@@ -111,8 +111,8 @@ enum reg_result {
 	REG_ENOMEM,
 };
 
-struct registry	*registry_new(const struct conf *, unsigned nworkers,
-		    const char *runtime_dir, char *err, size_t errlen);
+/* An empty registry (NULL: out of memory); registry_reload() fills it. */
+struct registry	*registry_new(unsigned nworkers, const char *runtime_dir);
 void		 registry_free(struct registry *);
 /*
  * Make the registry match a new conf, all at once under the mutex.  Names

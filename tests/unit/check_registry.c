@@ -64,6 +64,27 @@ find(struct registry *r, const char *name)
 	return (NULL);
 }
 
+/* A registry filled from conf, as the daemon makes it at start. */
+static struct registry *
+reg_new(const struct conf *conf, unsigned nworkers, const char *dir,
+    char *err, size_t errlen)
+{
+	struct registry		*r;
+	struct reg_change	*ch;
+	unsigned		 n;
+
+	if ((r = registry_new(nworkers, dir)) == NULL) {
+		snprintf(err, errlen, "out of memory");
+		return (NULL);
+	}
+	if (registry_reload(r, conf, &ch, &n, err, errlen) == -1) {
+		registry_free(r);
+		return (NULL);
+	}
+	registry_changes_free(ch, n);
+	return (r);
+}
+
 /* The change for name in the list: its kind, or -1 if none. */
 static int
 change_of(const struct reg_change *ch, unsigned n, const char *name)
@@ -94,7 +115,7 @@ START_TEST(test_reload_kinds)
 	c1 = load("\"echo\": " SPAWN(2, "/bin/echo") ", "
 	    "\"api\": {\"endpoints\": [\"127.0.0.1:9001\"]}, "
 	    "\"gone\": {\"endpoints\": [\"127.0.0.1:9002\"]}");
-	r = registry_new(c1, 2, tmpdir, err, sizeof err);
+	r = reg_new(c1, 2, tmpdir, err, sizeof err);
 	ck_assert_msg(r != NULL, "%s", err);
 	ck_assert_uint_eq(registry_ndeployments(r), 3);
 	echo = find(r, "echo");
@@ -159,7 +180,7 @@ START_TEST(test_spawn_generations)
 	char			 err[512], want[512];
 
 	c1 = load("\"echo\": " SPAWN(2, "/bin/echo"));
-	r = registry_new(c1, 1, tmpdir, err, sizeof err);
+	r = reg_new(c1, 1, tmpdir, err, sizeof err);
 	ck_assert_msg(r != NULL, "%s", err);
 	echo = find(r, "echo");
 
@@ -202,14 +223,14 @@ START_TEST(test_failed_reload_changes_nothing)
 	char			 err[512], dir[300];
 
 	c1 = load("\"api\": {\"endpoints\": [\"127.0.0.1:9001\"]}");
-	r = registry_new(c1, 1, tmpdir, err, sizeof err);
+	r = reg_new(c1, 1, tmpdir, err, sizeof err);
 	ck_assert_msg(r != NULL, "%s", err);
 	/* A socket path too long for sun_path fails in the plan phase. */
 	memset(dir, 'd', sizeof dir);
 	memcpy(dir, "/tmp/", 5);
 	dir[sizeof dir - 1] = '\0';
 	registry_free(r);
-	r = registry_new(c1, 1, dir, err, sizeof err);
+	r = reg_new(c1, 1, dir, err, sizeof err);
 	ck_assert_msg(r != NULL, "%s", err);
 	c2 = load("\"api\": {\"endpoints\": [\"127.0.0.1:9001\"]}, "
 	    "\"echo\": " SPAWN(1, "/bin/echo"));
@@ -233,7 +254,7 @@ START_TEST(test_status_json)
 	char		 err[512];
 
 	c1 = load("\"api\": {\"endpoints\": [\"127.0.0.1:9001\"]}");
-	r = registry_new(c1, 2, tmpdir, err, sizeof err);
+	r = reg_new(c1, 2, tmpdir, err, sizeof err);
 	ck_assert_msg(r != NULL, "%s", err);
 	registry_publish_queued(find(r, "api"), 0, 3);
 	registry_publish_queued(find(r, "api"), 1, 4);
@@ -263,7 +284,7 @@ START_TEST(test_status_best_worker)
 	char		 err[512];
 
 	c1 = load("\"api\": {\"endpoints\": [\"127.0.0.1:9001\"]}");
-	r = registry_new(c1, 2, tmpdir, err, sizeof err);
+	r = reg_new(c1, 2, tmpdir, err, sizeof err);
 	ck_assert_msg(r != NULL, "%s", err);
 	registry_publish_hstate(find(r, "api"), 0, REG_H_READY);
 	registry_publish_hstate(find(r, "api"), 1, REG_H_FAILED);
@@ -328,7 +349,7 @@ START_TEST(test_figures)
 	    "\"api\": {\"endpoints\": [\"127.0.0.1:9001\", "
 	    "\"127.0.0.1:9002\"]}, "
 	    "\"dn\": {\"dns\": \"localhost:80\"}");
-	r = registry_new(c1, 2, tmpdir, err, sizeof err);
+	r = reg_new(c1, 2, tmpdir, err, sizeof err);
 	ck_assert_msg(r != NULL, "%s", err);
 	ck_assert_int_eq(registry_register(r, "m1", "a", "127.0.0.1:9100", 4,
 	    &v, err, sizeof err), REG_OK);
@@ -483,7 +504,7 @@ START_TEST(test_register)
 	json_t			*doc, *m;
 
 	c1 = load("\"api\": {\"endpoints\": [\"127.0.0.1:9001\"]}");
-	r = registry_new(c1, 2, tmpdir, err, sizeof err);
+	r = reg_new(c1, 2, tmpdir, err, sizeof err);
 	ck_assert_msg(r != NULL, "%s", err);
 	registry_set_notify(r, hear, &calls);
 	heard[0] = '\0';
@@ -609,7 +630,7 @@ START_TEST(test_many_names)
 	json_t			*doc;
 
 	c1 = load("");
-	r = registry_new(c1, 1, tmpdir, err, sizeof err);
+	r = reg_new(c1, 1, tmpdir, err, sizeof err);
 	ck_assert_msg(r != NULL, "%s", err);
 	for (i = 0; i < 10000; i++) {
 		snprintf(name, sizeof name, "model-%u", i);
@@ -651,7 +672,7 @@ START_TEST(test_dns_addresses)
 	c1 = load("\"svc\": {\"dns\": \"svc.example:80\", "
 	    "\"max_ongoing_requests\": 9}, "
 	    "\"api\": {\"endpoints\": [\"127.0.0.1:9001\"]}");
-	r = registry_new(c1, 1, tmpdir, err, sizeof err);
+	r = reg_new(c1, 1, tmpdir, err, sizeof err);
 	ck_assert_msg(r != NULL, "%s", err);
 	registry_set_notify(r, hear, &calls);
 	heard[0] = '\0';
@@ -740,7 +761,7 @@ START_TEST(test_concurrent_readers)
 	json_t			*doc;
 
 	c1 = load("");
-	r = registry_new(c1, 1, tmpdir, err, sizeof err);
+	r = reg_new(c1, 1, tmpdir, err, sizeof err);
 	ck_assert_msg(r != NULL, "%s", err);
 	ck_assert_int_eq(pthread_create(&t, NULL, churn, r), 0);
 	for (i = 0; i < 3000; i++) {
