@@ -172,6 +172,7 @@ registry_set_notify(struct registry *r, reg_notify_fn fn, void *arg)
 	r->notify_arg = arg;
 }
 
+/* Building blocks for reloads and registration ------------------------ */
 
 /* An endpoint by address: an existing one, one planned already, or new. */
 struct reg_endpoint *
