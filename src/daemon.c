@@ -278,6 +278,8 @@ int
 daemon_start(struct daemon *d, char *err, size_t errlen)
 {
 	struct route_table *routes;
+	struct reg_change *changes;
+	unsigned nchanges;
 	char msg[512];
 
 	d->nworkers = d->conf->workers;
@@ -291,11 +293,18 @@ daemon_start(struct daemon *d, char *err, size_t errlen)
 	    preflight_unique(d->conf, err, errlen) == -1 ||
 	    daemon_runtime_dir(d, err, errlen) == -1)
 		return -1;
-	if ((d->reg = registry_new(d->conf, d->nworkers, d->runtime_dir, msg,
-	    sizeof(msg))) == NULL) {
-		snprintf(err, errlen, "%s: %s", d->conf->path, msg);
+	if ((d->reg = registry_new(d->nworkers, d->runtime_dir)) == NULL) {
+		snprintf(err, errlen, "out of memory");
 		return -1;
 	}
+	if (registry_reload(d->reg, d->conf, &changes, &nchanges, msg,
+	    sizeof(msg)) == -1) {
+		snprintf(err, errlen, "%s: %s", d->conf->path, msg);
+		registry_free(d->reg);
+		d->reg = NULL;
+		return -1;
+	}
+	registry_changes_free(changes, nchanges);
 	if ((routes = route_table_new(d->conf)) == NULL) {
 		snprintf(err, errlen, "out of memory");
 		return -1;

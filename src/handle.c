@@ -20,6 +20,7 @@
 #include "balance.h"
 #include "conf.h"
 #include "handle.h"
+#include "hash.h"
 #include "log.h"
 #include "metrics.h"
 #include "monotime.h"
@@ -124,7 +125,7 @@ handle_table_grow(struct handle_table *t)
 	for (i = 0; i < t->nbuckets; i++) {
 		for (h = t->buckets[i]; h != NULL; h = next) {
 			next = h->hnext;
-			k = registry_name_hash(h->name) & (n - 1);
+			k = hash_name(h->name) & (n - 1);
 			h->hnext = nb[k];
 			nb[k] = h;
 		}
@@ -290,7 +291,7 @@ static struct handle *
 handle_find(struct handle_table *t, const char *name)
 {
 	struct handle *h;
-	uint32_t k = registry_name_hash(name) & (t->nbuckets - 1);
+	uint32_t k = hash_name(name) & (t->nbuckets - 1);
 
 	for (h = t->buckets[k]; h != NULL; h = h->hnext) {
 		if (strcmp(h->name, name) == 0)
@@ -314,7 +315,7 @@ handle_get(struct worker *w, const char *name)
 		return NULL;
 	if (t->count >= t->nbuckets)
 		handle_table_grow(t);
-	hv = registry_name_hash(name) & (t->nbuckets - 1);
+	hv = hash_name(name) & (t->nbuckets - 1);
 	h->hnext = t->buckets[hv];
 	t->buckets[hv] = h;
 	t->count++;
@@ -523,7 +524,7 @@ handle_unlink(struct handle_table *t, struct handle *h)
 {
 	struct handle **pp;
 
-	pp = &t->buckets[registry_name_hash(h->name) & (t->nbuckets - 1)];
+	pp = &t->buckets[hash_name(h->name) & (t->nbuckets - 1)];
 	for (; *pp != NULL; pp = &(*pp)->hnext) {
 		if (*pp == h) {
 			*pp = h->hnext;

@@ -15,8 +15,6 @@
 #include <string.h>
 #include <sys/time.h>
 
-#include <jansson.h>
-
 #include "metrics.h"
 #include "registry.h"
 #include "reqlog.h"
@@ -462,88 +460,123 @@ metrics_render_requests(FILE *fp)
 	free(m);
 }
 
+/*
+ * The registry's figures (registry_figures) as families of lines.  The
+ * registry is walked once, under its mutex; each family's lines go to a
+ * buffer of their own, since a family's lines must stay together.
+ */
+enum metrics_rfam {
+	MR_QUEUE, MR_HANDLES, MR_RESOLUTIONS, MR_UP, MR_IN_FLIGHT,
+	MR_REQUESTS, MR_PINGS, MR_PONGS, MR_MISSED, MR_RESTARTS, MR_N
+};
+
+static const struct {
+	const char	*name, *type, *help;
+} metrics_rfams[MR_N] = {
+	[MR_QUEUE] = { "ingressd_deployment_queue_depth", "gauge",
+	    "Requests waiting for a free replica." },
+	[MR_HANDLES] = { "ingressd_deployment_handles", "gauge",
+	    "Workers holding a handle for the deployment, by handle state." },
+	[MR_RESOLUTIONS] = { "ingressd_deployment_resolutions_total",
+	    "counter", "Registry lookups made by handles for the deployment." },
+	[MR_UP] = { "ingressd_replica_up", "gauge",
+	    "1 if a worker has a ready connection to the replica." },
+	[MR_IN_FLIGHT] = { "ingressd_replica_in_flight", "gauge",
+	    "Requests running on the replica." },
+	[MR_REQUESTS] = { "ingressd_replica_requests_total", "counter",
+	    "Requests sent to the replica." },
+	[MR_PINGS] = { "ingressd_replica_pings_total", "counter",
+	    "PINGs sent to the replica." },
+	[MR_PONGS] = { "ingressd_replica_pongs_total", "counter",
+	    "PONGs received from the replica." },
+	[MR_MISSED] = { "ingressd_replica_missed_pongs_total", "counter",
+	    "Ping intervals that ended without the PONG." },
+	[MR_RESTARTS] = { "ingressd_replica_restarts_total", "counter",
+	    "Times a spawned replica was restarted." },
+};
+
+struct metrics_rbuf {
+	FILE		*fp[MR_N];
+	char		*buf[MR_N];
+	size_t		 len[MR_N];
+};
+
 /* name{deployment="..",replica=".."} value for one figure of a replica. */
 static void
-metrics_replica_family(FILE *fp, json_t *doc, const char *name,
-    const char *type, const char *help, const char *key)
+metrics_replica_line(struct metrics_rbuf *rb, enum metrics_rfam fam,
+    const char *dep, const char *id, unsigned long long v)
 {
-	const char *dname;
-	json_t *dep, *rep, *v;
-	size_t i;
+	FILE *fp = rb->fp[fam];
 
-	metrics_family(fp, name, type, help);
-	json_object_foreach(doc, dname, dep) {
-		json_array_foreach(json_object_get(dep, "replicas"), i, rep) {
-			if (strcmp(key, "up") == 0)
-				v = json_integer(json_string_value(
-				    json_object_get(rep, "state")) != NULL &&
-				    strcmp(json_string_value(json_object_get(rep,
-				    "state")), "ready") == 0);
-			else if ((v = json_object_get(rep, key)) != NULL)
-				json_incref(v);
-			if (v == NULL)
-				continue;
-			fprintf(fp, "%s{deployment=\"%s\",replica=\"", name,
-			    dname);
-			metrics_label(fp, json_string_value(json_object_get(rep,
-			    "id")));
-			fprintf(fp, "\"} %lld\n", (long long)json_integer_value(v));
-			json_decref(v);
-		}
-	}
+	fprintf(fp, "%s{deployment=\"%s\",replica=\"", metrics_rfams[fam].name,
+	    dep);
+	metrics_label(fp, id);
+	fprintf(fp, "\"} %llu\n", v);
 }
 
 static void
-metrics_render_deployments(FILE *fp, json_t *doc)
+metrics_render_replica(struct metrics_rbuf *rb, const char *dep,
+    const struct reg_replica_figures *f)
 {
-	static const char *states[] = {
-		"resolving", "warming", "ready", "failed",
+	metrics_replica_line(rb, MR_UP, dep, f->id, f->state == REG_E_READY);
+	metrics_replica_line(rb, MR_IN_FLIGHT, dep, f->id, f->in_flight);
+	metrics_replica_line(rb, MR_REQUESTS, dep, f->id, f->requests);
+	metrics_replica_line(rb, MR_PINGS, dep, f->id, f->pings);
+	metrics_replica_line(rb, MR_PONGS, dep, f->id, f->pongs);
+	metrics_replica_line(rb, MR_MISSED, dep, f->id, f->missed_pongs);
+	if (f->spawned)
+		metrics_replica_line(rb, MR_RESTARTS, dep, f->id, f->restarts);
+}
+
+static void
+metrics_render_deployment(void *arg, const struct reg_figures *f)
+{
+	static const enum reg_hstate states[] = {
+		REG_H_RESOLVING, REG_H_WARMING, REG_H_READY, REG_H_FAILED,
 	};
-	const char *dname;
-	json_t *dep;
+	struct metrics_rbuf *rb = arg;
 	unsigned i;
 
-	metrics_family(fp, "ingressd_deployment_queue_depth", "gauge",
-	    "Requests waiting for a free replica.");
-	json_object_foreach(doc, dname, dep)
-		fprintf(fp, "ingressd_deployment_queue_depth{deployment=\"%s\"} "
-		    "%lld\n", dname, (long long)json_integer_value(
-		    json_object_get(dep, "queued")));
-	metrics_family(fp, "ingressd_deployment_handles", "gauge",
-	    "Workers holding a handle for the deployment, by handle state.");
-	json_object_foreach(doc, dname, dep) {
-		for (i = 0; i < sizeof(states) / sizeof(states[0]); i++)
-			fprintf(fp, "ingressd_deployment_handles{deployment=\"%s\","
-			    "state=\"%s\"} %lld\n", dname, states[i],
-			    (long long)json_integer_value(json_object_get(
-			    json_object_get(dep, "handles"), states[i])));
-	}
-	metrics_family(fp, "ingressd_deployment_resolutions_total", "counter",
-	    "Registry lookups made by handles for the deployment.");
-	json_object_foreach(doc, dname, dep)
-		fprintf(fp, "ingressd_deployment_resolutions_total{deployment="
-		    "\"%s\"} %lld\n", dname, (long long)json_integer_value(
-		    json_object_get(dep, "resolutions")));
+	fprintf(rb->fp[MR_QUEUE], "%s{deployment=\"%s\"} %u\n",
+	    metrics_rfams[MR_QUEUE].name, f->name, f->queued);
+	for (i = 0; i < sizeof(states) / sizeof(states[0]); i++)
+		fprintf(rb->fp[MR_HANDLES], "%s{deployment=\"%s\","
+		    "state=\"%s\"} %u\n", metrics_rfams[MR_HANDLES].name,
+		    f->name, registry_hstate_str(states[i]),
+		    f->handles[states[i]]);
+	fprintf(rb->fp[MR_RESOLUTIONS], "%s{deployment=\"%s\"} %llu\n",
+	    metrics_rfams[MR_RESOLUTIONS].name, f->name,
+	    (unsigned long long)f->resolutions);
+	for (i = 0; i < f->nreplicas; i++)
+		metrics_render_replica(rb, f->name, &f->replicas[i]);
 }
 
 static void
-metrics_render_replicas(FILE *fp, json_t *doc)
+metrics_render_registry(FILE *fp, struct registry *reg)
 {
-	metrics_replica_family(fp, doc, "ingressd_replica_up", "gauge",
-	    "1 if a worker has a ready connection to the replica.", "up");
-	metrics_replica_family(fp, doc, "ingressd_replica_in_flight", "gauge",
-	    "Requests running on the replica.", "in_flight");
-	metrics_replica_family(fp, doc, "ingressd_replica_requests_total",
-	    "counter", "Requests sent to the replica.", "requests");
-	metrics_replica_family(fp, doc, "ingressd_replica_pings_total",
-	    "counter", "PINGs sent to the replica.", "pings");
-	metrics_replica_family(fp, doc, "ingressd_replica_pongs_total",
-	    "counter", "PONGs received from the replica.", "pongs");
-	metrics_replica_family(fp, doc, "ingressd_replica_missed_pongs_total",
-	    "counter", "Ping intervals that ended without the PONG.",
-	    "missed_pongs");
-	metrics_replica_family(fp, doc, "ingressd_replica_restarts_total",
-	    "counter", "Times a spawned replica was restarted.", "restarts");
+	struct metrics_rbuf rb;
+	int i, ok = 1;
+
+	memset(&rb, 0, sizeof(rb));
+	for (i = 0; i < MR_N; i++) {
+		if ((rb.fp[i] = open_memstream(&rb.buf[i], &rb.len[i])) == NULL)
+			ok = 0;
+	}
+	if (ok)
+		ok = registry_figures(reg, NULL, metrics_render_deployment,
+		    &rb) != -1;
+	for (i = 0; i < MR_N; i++) {
+		if (rb.fp[i] != NULL && fclose(rb.fp[i]) != 0)
+			ok = 0;
+	}
+	for (i = 0; i < MR_N; i++) {
+		if (ok) {
+			metrics_family(fp, metrics_rfams[i].name,
+			    metrics_rfams[i].type, metrics_rfams[i].help);
+			fwrite(rb.buf[i], 1, rb.len[i], fp);
+		}
+		free(rb.buf[i]);
+	}
 }
 
 static void
@@ -592,18 +625,13 @@ metrics_render(struct registry *reg, size_t *len)
 {
 	char *buf = NULL;
 	size_t n = 0;
-	json_t *doc;
 	FILE *fp;
 
 	if (metrics_slots == NULL || (fp = open_memstream(&buf, &n)) == NULL)
 		return NULL;
 	metrics_render_process(fp);
 	metrics_render_requests(fp);
-	if ((doc = registry_status_json(reg)) != NULL) {
-		metrics_render_deployments(fp, doc);
-		metrics_render_replicas(fp, doc);
-		json_decref(doc);
-	}
+	metrics_render_registry(fp, reg);
 	if (fclose(fp) != 0) {
 		free(buf);
 		return NULL;

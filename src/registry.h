@@ -44,25 +44,24 @@ struct conf;
 struct registry;
 struct reg_deployment;
 
-/* One worker's view of one endpoint; written only by that worker. */
-struct ep_stats {
-	_Atomic int	 state;		/* enum upstream_state */
-	_Atomic int	 in_flight;
-	_Atomic uint64_t requests;
-	_Atomic uint64_t pings;
-	_Atomic uint64_t pongs;
-	_Atomic uint64_t missed_pongs;	/* ping intervals that ended with
-					 * the PING still unanswered */
-	char		 pad[16];	/* keep workers' slots apart */
+struct ep_stats;			/* registry_publish.h */
+
+/* A worker's connection to an endpoint, as it publishes it (upstream.c
+ * runs the state machine; the registry only names and ranks the states). */
+enum reg_estate {
+	REG_E_IDLE = 0, REG_E_CONNECTING, REG_E_WARMING, REG_E_READY, REG_E_DOWN,
 };
+#define REG_E_NSTATES	5
 
 struct reg_endpoint {
 	struct net_addr	 addr;
 	char		 id[64];	/* replica id: "echo-0" or the address */
-	_Atomic int	 pid;		/* spawned: current process, else 0 */
-	_Atomic unsigned restarts;	/* spawned: times restarted */
 	_Atomic unsigned max_ongoing;	/* cap from the conf; a reload may
 					 * change it for the next connection */
+	/* Live figures: written only through registry_publish_* (below and
+	 * in registry_publish.h), read only by the registry. */
+	_Atomic int	 pid;		/* spawned: current process, else 0 */
+	_Atomic unsigned restarts;	/* spawned: times restarted */
 	struct ep_stats	*stats;		/* [nworkers] */
 };
 
@@ -112,12 +111,9 @@ enum reg_result {
 	REG_ENOMEM,
 };
 
-struct registry	*registry_new(const struct conf *, unsigned nworkers,
-		    const char *runtime_dir, char *err, size_t errlen);
+/* An empty registry (NULL: out of memory); registry_reload() fills it. */
+struct registry	*registry_new(unsigned nworkers, const char *runtime_dir);
 void		 registry_free(struct registry *);
-/* The hash deployment names are indexed by (FNV-1a), for other tables of
- * names too. */
-uint32_t	 registry_name_hash(const char *);
 /*
  * Make the registry match a new conf, all at once under the mutex.  Names
  * that changed, were added or removed are returned in *changes (free with
@@ -156,6 +152,13 @@ int		 registry_lookup(struct registry *, const char *name,
 		    struct reg_lookup *out);
 void		 registry_publish_hstate(struct reg_deployment *, unsigned worker,
 		    enum reg_hstate);
+/* The supervisor: ep's process is now pid (0: none); it was restarted. */
+void		 registry_publish_pid(struct reg_endpoint *, int pid);
+void		 registry_count_restart(struct reg_endpoint *);
+/* Replica connection states: their names, and which is best ("best of"
+ * summaries over the workers). */
+const char	*registry_estate_str(int);
+int		 registry_estate_rank(int);
 /* Requests waiting in this worker's handle for the deployment. */
 void		 registry_publish_queued(struct reg_deployment *,
 		    unsigned worker, unsigned n);
@@ -171,9 +174,51 @@ struct reg_endpoint *reg_deployment_endpoint(struct reg_deployment *,
 		    unsigned i);
 /* Streams in flight to ep, summed over the workers. */
 unsigned	 registry_in_flight(struct registry *, const struct reg_endpoint *);
-/* The /-/deployments document (a new reference): every live name. */
+
+/*
+ * Live figures, typed: what the admin page (/-/deployments, rendered by
+ * registry_json.c) and /metrics show.  Per-worker slots are summed; a
+ * state is the best over the workers.
+ */
+struct reg_replica_figures {
+	const char	*id;		/* "echo-0", a registered id, ... */
+	const char	*address;
+	enum reg_estate	 state;
+	unsigned	 in_flight;
+	uint64_t	 requests, pings, pongs, missed_pongs;
+	int		 pid;		/* spawned and running, else 0 */
+	int		 spawned;	/* restarts means something */
+	unsigned	 restarts;
+};
+
+struct reg_figures {
+	const char	*name;
+	const char	*source;	/* spawn, endpoints, dns, register */
+	const char	*dns;		/* dns: "name:port", else NULL */
+	enum reg_hstate	 state;		/* the best handle's */
+	unsigned	 handles[REG_H_NSTATES];	/* workers, by state */
+	unsigned	 version;
+	unsigned	 queued;
+	uint64_t	 resolutions, evictions;
+	const struct reg_replica_figures *replicas;
+	unsigned	 nreplicas;
+};
+
+/* Called under the registry's mutex: it must not call the registry, and
+ * the figures (strings included) are valid only during the call. */
+typedef void	(*reg_figures_fn)(void *arg, const struct reg_figures *);
+/*
+ * fn for each live name (the conf's in conf order, then registered ones),
+ * or for name alone when it is not NULL.  Returns how many names fn saw
+ * (0: name unknown), or -1 when out of memory (fn may have seen some).
+ */
+int		 registry_figures(struct registry *, const char *name,
+		    reg_figures_fn fn, void *arg);
+const char	*registry_hstate_str(int);
+
+/* registry_json.c: the /-/deployments document (a new reference), every
+ * live name; one name's entry, or NULL when the name is unknown. */
 struct json_t	*registry_status_json(struct registry *);
-/* One name's entry, or NULL when the name is unknown. */
 struct json_t	*registry_name_json(struct registry *, const char *name);
 
 #endif

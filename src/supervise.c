@@ -293,7 +293,7 @@ supervise_spawn(struct child *c)
 		child_exec(c, parent);
 	c->pid = pid;
 	c->started = time(NULL);
-	atomic_store(&c->ep->pid, (int)pid);
+	registry_publish_pid(c->ep, (int)pid);
 	log_info("replica %s: started, pid %d, on %s", c->ep->id, (int)pid,
 	    c->ep->addr.text);
 	return 0;
@@ -462,7 +462,7 @@ supervise_restart_cb(evutil_socket_t fd, short ev, void *arg)
 	if (c->sv->stopping || c->pid != 0 || c->retired)
 		return;
 	if (supervise_spawn(c) == 0)
-		atomic_fetch_add(&c->ep->restarts, 1);
+		registry_count_restart(c->ep);
 	else
 		evtimer_add(c->restart, &retry);
 }
@@ -487,7 +487,7 @@ supervise_exited(struct child *c, int status)
 	if (c->retired) {
 		log_info("replica %s: pid %d stopped (retired)", c->ep->id,
 		    (int)c->pid);
-		atomic_store(&c->ep->pid, 0);
+		registry_publish_pid(c->ep, 0);
 		supervise_unlink(c->sv, c);
 		return;
 	}
@@ -501,7 +501,7 @@ supervise_exited(struct child *c, int status)
 		log_warnx("replica %s: pid %d exited with status %d", c->ep->id,
 		    (int)c->pid, WEXITSTATUS(status));
 	c->pid = 0;
-	atomic_store(&c->ep->pid, 0);
+	registry_publish_pid(c->ep, 0);
 	if (c->sv->stopping)
 		return;
 	/* Backoff grows while it keeps dying young. */
@@ -541,7 +541,7 @@ supervise_alive(struct supervise *sv)
 			continue;
 		if (waitpid(c->pid, &status, WNOHANG) == c->pid) {
 			c->pid = 0;
-			atomic_store(&c->ep->pid, 0);
+			registry_publish_pid(c->ep, 0);
 			continue;
 		}
 		n++;

@@ -22,6 +22,7 @@
 #include "monotime.h"
 #include "net.h"
 #include "registry.h"
+#include "registry_publish.h"
 #include "sock.h"
 #include "stream.h"
 #include "upstream.h"
@@ -34,6 +35,15 @@
 #define BACKOFF_MIN_MS		20
 #define BACKOFF_MAX_MS		2000
 #define UPSTREAM_WARN_EVERY	10.0	/* s between "cannot connect" lines */
+
+/* Published as the registry's enum reg_estate, so the values are its. */
+enum upstream_state {
+	UPSTREAM_IDLE = REG_E_IDLE,
+	UPSTREAM_CONNECTING = REG_E_CONNECTING,
+	UPSTREAM_WARMING = REG_E_WARMING,
+	UPSTREAM_READY = REG_E_READY,
+	UPSTREAM_DOWN = REG_E_DOWN,
+};
 
 struct upstream {
 	struct worker	*w;
@@ -86,24 +96,6 @@ static const char *state_names[] = {
 	"idle", "connecting", "warming", "ready", "down",
 };
 
-const char *
-upstream_state_str(int st)
-{
-	if (st < 0 || st > UPSTREAM_DOWN)
-		return "?";
-	return state_names[st];
-}
-
-int
-upstream_state_rank(int st)
-{
-	static const int rank[] = { 0, 2, 3, 4, 1 };
-
-	if (st < 0 || st > UPSTREAM_DOWN)
-		return 0;
-	return rank[st];
-}
-
 /* The handles on one list hear of a change; the one told may leave the
  * waiters' list for the watchers' meanwhile. */
 static void
@@ -133,7 +125,7 @@ upstream_set_state(struct upstream *up, enum upstream_state st)
 	log_debug("worker %u: replica %s: %s -> %s", worker_id(up->w),
 	    up->ep->id, state_names[up->state], state_names[st]);
 	up->state = st;
-	atomic_store_explicit(&up->st->state, st, memory_order_relaxed);
+	registry_publish_estate(up->st, (enum reg_estate)st);
 	upstream_tell(up);
 }
 
@@ -145,14 +137,6 @@ upstream_arm(struct upstream *up, double seconds)
 	tv.tv_sec = (time_t)seconds;
 	tv.tv_usec = (suseconds_t)((seconds - (double)tv.tv_sec) * 1e6);
 	evtimer_add(up->timer, &tv);
-}
-
-/* A per-worker counter: only this thread writes it, the admin page reads. */
-static void
-upstream_count(_Atomic uint64_t *c)
-{
-	atomic_store_explicit(c, atomic_load_explicit(c, memory_order_relaxed) +
-	    1, memory_order_relaxed);
 }
 
 /* Every byte queued to the replica goes through here, counted, so that a
@@ -181,7 +165,7 @@ upstream_get(struct worker *w, struct reg_endpoint *ep)
 		return NULL;
 	up->w = w;
 	up->ep = ep;
-	up->st = &ep->stats[worker_id(w)];
+	up->st = registry_ep_slot(ep, worker_id(w));
 	up->cap = ep->max_ongoing;
 	up->timer = evtimer_new(worker_base(w), upstream_timer_cb, up);
 	up->scratch = evbuffer_new();
@@ -361,7 +345,7 @@ upstream_send_ping(struct upstream *up)
 	wire_encode_ping(frame, WIRE_PING, up->ping_opaque);
 	upstream_write(up, frame, sizeof(frame));
 	up->ping_out++;
-	upstream_count(&up->st->pings);
+	registry_count_ping(up->st);
 }
 
 /* Connected: our HELLO and a PING go out together. */
@@ -406,7 +390,7 @@ upstream_fail_streams(struct upstream *up, uint64_t written, const char *why)
 			continue;
 		stream_on_fail(s, 502, why);
 	}
-	atomic_store_explicit(&up->st->in_flight, 0, memory_order_relaxed);
+	registry_publish_in_flight(up->st, 0);
 }
 
 /*
@@ -460,8 +444,7 @@ upstream_fail(struct upstream *up, const char *why)
 	upstream_close(up);
 	/* DOWN before the streams are retried, so none comes back here. */
 	up->state = UPSTREAM_DOWN;
-	atomic_store_explicit(&up->st->state, UPSTREAM_DOWN,
-	    memory_order_relaxed);
+	registry_publish_estate(up->st, REG_E_DOWN);
 	upstream_fail_streams(up, written, why);
 	/* Exponential backoff with jitter, so replicas that come back are
 	 * not hit by every worker at the same instant. */
@@ -519,7 +502,7 @@ upstream_timer_cb(evutil_socket_t fd, short ev, void *arg)
 			break;
 		}
 		if (up->ping_out > 0)
-			upstream_count(&up->st->missed_pongs);
+			registry_count_missed_pong(up->st);
 		if (up->ping_out >= 2) {
 			upstream_fail(up, "missed PONGs");
 			break;
@@ -566,8 +549,7 @@ upstream_lookup(struct upstream *up, uint32_t id)
 static void
 upstream_count_in_flight(struct upstream *up)
 {
-	atomic_store_explicit(&up->st->in_flight, (int)up->in_flight,
-	    memory_order_relaxed);
+	registry_publish_in_flight(up->st, up->in_flight);
 }
 
 int
@@ -599,7 +581,7 @@ upstream_attach(struct upstream *up, struct stream *s)
 	up->slots[id & (up->nslots - 1)] = s;
 	up->in_flight++;
 	upstream_count_in_flight(up);
-	upstream_count(&up->st->requests);
+	registry_count_request(up->st);
 	stream_attached(s, up, id);
 	stream_flush_pending(s);
 	/* Ids run out: drain, then start afresh.  Not upstream_on_goaway():
@@ -796,7 +778,7 @@ upstream_on_pong(struct upstream *up, const struct wire_frame *f)
 	    memcmp(opaque, up->ping_opaque, 8) != 0)
 		return;		/* an older PING's answer: harmless */
 	up->ping_out = 0;
-	upstream_count(&up->st->pongs);
+	registry_count_pong(up->st);
 	if (up->state == UPSTREAM_WARMING) {
 		if (!up->hello_seen) {
 			upstream_protocol_error(up, "PONG before HELLO",

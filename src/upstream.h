@@ -37,17 +37,6 @@ struct upstream_watch {
 	int		 waiting;	/* on the waiters' list */
 };
 
-enum upstream_state {
-	UPSTREAM_IDLE = 0,
-	UPSTREAM_CONNECTING,
-	UPSTREAM_WARMING,
-	UPSTREAM_READY,
-	UPSTREAM_DOWN,
-};
-
-const char	*upstream_state_str(int);
-int		 upstream_state_rank(int);	/* for "best of" summaries */
-
 /* Find this worker's connection to ep, creating (and connecting) it. */
 struct upstream	*upstream_get(struct worker *, struct reg_endpoint *);
 void		 upstream_pool_free(struct worker *);

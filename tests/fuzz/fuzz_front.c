@@ -344,6 +344,8 @@ int
 LLVMFuzzerInitialize(int *argc, char ***argv)
 {
 	struct sockaddr_un	 sun;
+	struct reg_change	*changes;
+	unsigned		 nchanges;
 	char			 path[192], err[512];
 
 	/* FUZZ_FRONT_DEBUG=1: the daemon's debug log, to triage a crash. */
@@ -361,7 +363,10 @@ LLVMFuzzerInitialize(int *argc, char ***argv)
 		abort();
 	}
 	unlink(path);
-	CHECK((reg = registry_new(conf, 1, dir, err, sizeof err)) != NULL);
+	CHECK((reg = registry_new(1, dir)) != NULL);
+	CHECK(registry_reload(reg, conf, &changes, &nchanges, err,
+	    sizeof err) == 0);
+	registry_changes_free(changes, nchanges);
 	CHECK((routes = route_table_new(conf)) != NULL);
 	CHECK((snap = worker_snap_new(conf, routes)) != NULL);
 	CHECK((w = worker_new(0, snap, reg)) != NULL);

@@ -14,6 +14,7 @@
 
 #include "conf.h"
 #include "registry.h"
+#include "registry_publish.h"
 
 static char	tmpdir[] = "/tmp/check_registry.XXXXXX";
 static char	path[256];
@@ -63,6 +64,27 @@ find(struct registry *r, const char *name)
 	return (NULL);
 }
 
+/* A registry filled from conf, as the daemon makes it at start. */
+static struct registry *
+reg_new(const struct conf *conf, unsigned nworkers, const char *dir,
+    char *err, size_t errlen)
+{
+	struct registry		*r;
+	struct reg_change	*ch;
+	unsigned		 n;
+
+	if ((r = registry_new(nworkers, dir)) == NULL) {
+		snprintf(err, errlen, "out of memory");
+		return (NULL);
+	}
+	if (registry_reload(r, conf, &ch, &n, err, errlen) == -1) {
+		registry_free(r);
+		return (NULL);
+	}
+	registry_changes_free(ch, n);
+	return (r);
+}
+
 /* The change for name in the list: its kind, or -1 if none. */
 static int
 change_of(const struct reg_change *ch, unsigned n, const char *name)
@@ -93,7 +115,7 @@ START_TEST(test_reload_kinds)
 	c1 = load("\"echo\": " SPAWN(2, "/bin/echo") ", "
 	    "\"api\": {\"endpoints\": [\"127.0.0.1:9001\"]}, "
 	    "\"gone\": {\"endpoints\": [\"127.0.0.1:9002\"]}");
-	r = registry_new(c1, 2, tmpdir, err, sizeof err);
+	r = reg_new(c1, 2, tmpdir, err, sizeof err);
 	ck_assert_msg(r != NULL, "%s", err);
 	ck_assert_uint_eq(registry_ndeployments(r), 3);
 	echo = find(r, "echo");
@@ -158,7 +180,7 @@ START_TEST(test_spawn_generations)
 	char			 err[512], want[512];
 
 	c1 = load("\"echo\": " SPAWN(2, "/bin/echo"));
-	r = registry_new(c1, 1, tmpdir, err, sizeof err);
+	r = reg_new(c1, 1, tmpdir, err, sizeof err);
 	ck_assert_msg(r != NULL, "%s", err);
 	echo = find(r, "echo");
 
@@ -201,14 +223,14 @@ START_TEST(test_failed_reload_changes_nothing)
 	char			 err[512], dir[300];
 
 	c1 = load("\"api\": {\"endpoints\": [\"127.0.0.1:9001\"]}");
-	r = registry_new(c1, 1, tmpdir, err, sizeof err);
+	r = reg_new(c1, 1, tmpdir, err, sizeof err);
 	ck_assert_msg(r != NULL, "%s", err);
 	/* A socket path too long for sun_path fails in the plan phase. */
 	memset(dir, 'd', sizeof dir);
 	memcpy(dir, "/tmp/", 5);
 	dir[sizeof dir - 1] = '\0';
 	registry_free(r);
-	r = registry_new(c1, 1, dir, err, sizeof err);
+	r = reg_new(c1, 1, dir, err, sizeof err);
 	ck_assert_msg(r != NULL, "%s", err);
 	c2 = load("\"api\": {\"endpoints\": [\"127.0.0.1:9001\"]}, "
 	    "\"echo\": " SPAWN(1, "/bin/echo"));
@@ -232,7 +254,7 @@ START_TEST(test_status_json)
 	char		 err[512];
 
 	c1 = load("\"api\": {\"endpoints\": [\"127.0.0.1:9001\"]}");
-	r = registry_new(c1, 2, tmpdir, err, sizeof err);
+	r = reg_new(c1, 2, tmpdir, err, sizeof err);
 	ck_assert_msg(r != NULL, "%s", err);
 	registry_publish_queued(find(r, "api"), 0, 3);
 	registry_publish_queued(find(r, "api"), 1, 4);
@@ -262,7 +284,7 @@ START_TEST(test_status_best_worker)
 	char		 err[512];
 
 	c1 = load("\"api\": {\"endpoints\": [\"127.0.0.1:9001\"]}");
-	r = registry_new(c1, 2, tmpdir, err, sizeof err);
+	r = reg_new(c1, 2, tmpdir, err, sizeof err);
 	ck_assert_msg(r != NULL, "%s", err);
 	registry_publish_hstate(find(r, "api"), 0, REG_H_READY);
 	registry_publish_hstate(find(r, "api"), 1, REG_H_FAILED);
@@ -277,6 +299,157 @@ START_TEST(test_status_best_worker)
 	json_decref(doc);
 	registry_free(r);
 	conf_free(c1);
+}
+END_TEST
+
+/* What registry_figures showed: names in order, and the last ones seen. */
+struct seen {
+	char		 names[256];
+	unsigned	 calls;
+	struct reg_figures f;		/* of "api" or of the one named */
+	struct reg_replica_figures rep[2];
+	struct reg_replica_figures echo0;
+};
+
+static void
+saw(void *arg, const struct reg_figures *f)
+{
+	struct seen	*sn = arg;
+	size_t		 len = strlen(sn->names);
+	unsigned	 i;
+
+	snprintf(sn->names + len, sizeof sn->names - len, "%s%s",
+	    len ? " " : "", f->name);
+	sn->calls++;
+	if (strcmp(f->name, "echo") == 0) {
+		ck_assert_uint_eq(f->nreplicas, 2);
+		sn->echo0 = f->replicas[0];
+		return;
+	}
+	sn->f = *f;
+	sn->f.replicas = NULL;	/* valid only during the call */
+	for (i = 0; i < f->nreplicas && i < 2; i++)
+		sn->rep[i] = f->replicas[i];
+}
+
+/* The typed figures: per-worker slots summed, states the best of the
+ * workers', names in conf order then registered ones. */
+START_TEST(test_figures)
+{
+	struct conf		*c1;
+	struct registry		*r;
+	struct reg_deployment	*api;
+	struct reg_endpoint	*a0, *e0;
+	struct reg_lookup	 lk;
+	struct seen		 sn;
+	unsigned		 v;
+	char			 err[512];
+
+	c1 = load("\"echo\": " SPAWN(2, "/bin/echo") ", "
+	    "\"api\": {\"endpoints\": [\"127.0.0.1:9001\", "
+	    "\"127.0.0.1:9002\"]}, "
+	    "\"dn\": {\"dns\": \"localhost:80\"}");
+	r = reg_new(c1, 2, tmpdir, err, sizeof err);
+	ck_assert_msg(r != NULL, "%s", err);
+	ck_assert_int_eq(registry_register(r, "m1", "a", "127.0.0.1:9100", 4,
+	    &v, err, sizeof err), REG_OK);
+	api = find(r, "api");
+	a0 = reg_deployment_endpoint(api, 0);
+	e0 = reg_deployment_endpoint(find(r, "echo"), 0);
+
+	registry_publish_estate(registry_ep_slot(a0, 0), REG_E_READY);
+	registry_publish_estate(registry_ep_slot(a0, 1), REG_E_DOWN);
+	registry_publish_in_flight(registry_ep_slot(a0, 0), 2);
+	registry_publish_in_flight(registry_ep_slot(a0, 1), 3);
+	registry_count_request(registry_ep_slot(a0, 0));
+	registry_count_request(registry_ep_slot(a0, 1));
+	registry_count_request(registry_ep_slot(a0, 1));
+	registry_count_ping(registry_ep_slot(a0, 0));
+	registry_count_pong(registry_ep_slot(a0, 0));
+	registry_count_missed_pong(registry_ep_slot(a0, 1));
+	registry_publish_pid(e0, 4242);
+	registry_count_restart(e0);
+	registry_count_restart(e0);
+	registry_publish_queued(api, 0, 1);
+	registry_publish_queued(api, 1, 5);
+	registry_publish_hstate(api, 0, REG_H_FAILED);
+	registry_publish_hstate(api, 1, REG_H_WARMING);
+	registry_count_eviction(api);
+	ck_assert_int_eq(registry_lookup(r, "api", &lk), 0);
+	free(lk.eps);
+
+	memset(&sn, 0, sizeof sn);
+	ck_assert_int_eq(registry_figures(r, NULL, saw, &sn), 4);
+	ck_assert_str_eq(sn.names, "echo api dn m1");
+
+	memset(&sn, 0, sizeof sn);
+	ck_assert_int_eq(registry_figures(r, "api", saw, &sn), 1);
+	ck_assert_str_eq(sn.f.source, "endpoints");
+	ck_assert_ptr_null(sn.f.dns);
+	ck_assert_int_eq(sn.f.state, REG_H_WARMING);
+	ck_assert_uint_eq(sn.f.handles[REG_H_FAILED], 1);
+	ck_assert_uint_eq(sn.f.handles[REG_H_WARMING], 1);
+	ck_assert_uint_eq(sn.f.handles[REG_H_READY], 0);
+	ck_assert_uint_eq(sn.f.queued, 6);
+	ck_assert_uint_eq(sn.f.resolutions, 1);
+	ck_assert_uint_eq(sn.f.evictions, 1);
+	ck_assert_uint_eq(sn.f.version, 1);
+	ck_assert_uint_eq(sn.f.nreplicas, 2);
+	ck_assert_str_eq(sn.rep[0].address, "127.0.0.1:9001");
+	ck_assert_int_eq(sn.rep[0].state, REG_E_READY);
+	ck_assert_uint_eq(sn.rep[0].in_flight, 5);
+	ck_assert_uint_eq(sn.rep[0].requests, 3);
+	ck_assert_uint_eq(sn.rep[0].pings, 1);
+	ck_assert_uint_eq(sn.rep[0].pongs, 1);
+	ck_assert_uint_eq(sn.rep[0].missed_pongs, 1);
+	ck_assert_int_eq(sn.rep[0].pid, 0);
+	ck_assert_int_eq(sn.rep[0].spawned, 0);
+	ck_assert_int_eq(sn.rep[1].state, REG_E_IDLE);
+	ck_assert_uint_eq(sn.rep[1].requests, 0);
+
+	memset(&sn, 0, sizeof sn);
+	ck_assert_int_eq(registry_figures(r, "echo", saw, &sn), 1);
+	ck_assert_str_eq(sn.echo0.id, "echo-0");
+	ck_assert_int_eq(sn.echo0.pid, 4242);
+	ck_assert_int_eq(sn.echo0.spawned, 1);
+	ck_assert_uint_eq(sn.echo0.restarts, 2);
+
+	memset(&sn, 0, sizeof sn);
+	ck_assert_int_eq(registry_figures(r, "dn", saw, &sn), 1);
+	ck_assert_str_eq(sn.f.source, "dns");
+	ck_assert_str_eq(sn.f.dns, "localhost:80");
+
+	memset(&sn, 0, sizeof sn);
+	ck_assert_int_eq(registry_figures(r, "m1", saw, &sn), 1);
+	ck_assert_str_eq(sn.f.source, "register");
+	ck_assert_str_eq(sn.rep[0].id, "a");
+	ck_assert_str_eq(sn.rep[0].address, "127.0.0.1:9100");
+
+	memset(&sn, 0, sizeof sn);
+	ck_assert_int_eq(registry_figures(r, "nope", saw, &sn), 0);
+	ck_assert_uint_eq(sn.calls, 0);
+	registry_free(r);
+	conf_free(c1);
+}
+END_TEST
+
+/* A replica is as good as its best connection: ready > warming >
+ * connecting > down > idle. */
+START_TEST(test_estate_rank)
+{
+	static const enum reg_estate order[] = {
+		REG_E_IDLE, REG_E_DOWN, REG_E_CONNECTING, REG_E_WARMING,
+		REG_E_READY,
+	};
+	unsigned	i;
+
+	for (i = 1; i < sizeof order / sizeof order[0]; i++)
+		ck_assert_int_gt(registry_estate_rank(order[i]),
+		    registry_estate_rank(order[i - 1]));
+	ck_assert_str_eq(registry_estate_str(REG_E_READY), "ready");
+	ck_assert_str_eq(registry_estate_str(REG_E_DOWN), "down");
+	ck_assert_str_eq(registry_estate_str(REG_E_NSTATES), "?");
+	ck_assert_str_eq(registry_estate_str(-1), "?");
 }
 END_TEST
 
@@ -331,7 +504,7 @@ START_TEST(test_register)
 	json_t			*doc, *m;
 
 	c1 = load("\"api\": {\"endpoints\": [\"127.0.0.1:9001\"]}");
-	r = registry_new(c1, 2, tmpdir, err, sizeof err);
+	r = reg_new(c1, 2, tmpdir, err, sizeof err);
 	ck_assert_msg(r != NULL, "%s", err);
 	registry_set_notify(r, hear, &calls);
 	heard[0] = '\0';
@@ -457,7 +630,7 @@ START_TEST(test_many_names)
 	json_t			*doc;
 
 	c1 = load("");
-	r = registry_new(c1, 1, tmpdir, err, sizeof err);
+	r = reg_new(c1, 1, tmpdir, err, sizeof err);
 	ck_assert_msg(r != NULL, "%s", err);
 	for (i = 0; i < 10000; i++) {
 		snprintf(name, sizeof name, "model-%u", i);
@@ -499,7 +672,7 @@ START_TEST(test_dns_addresses)
 	c1 = load("\"svc\": {\"dns\": \"svc.example:80\", "
 	    "\"max_ongoing_requests\": 9}, "
 	    "\"api\": {\"endpoints\": [\"127.0.0.1:9001\"]}");
-	r = registry_new(c1, 1, tmpdir, err, sizeof err);
+	r = reg_new(c1, 1, tmpdir, err, sizeof err);
 	ck_assert_msg(r != NULL, "%s", err);
 	registry_set_notify(r, hear, &calls);
 	heard[0] = '\0';
@@ -588,7 +761,7 @@ START_TEST(test_concurrent_readers)
 	json_t			*doc;
 
 	c1 = load("");
-	r = registry_new(c1, 1, tmpdir, err, sizeof err);
+	r = reg_new(c1, 1, tmpdir, err, sizeof err);
 	ck_assert_msg(r != NULL, "%s", err);
 	ck_assert_int_eq(pthread_create(&t, NULL, churn, r), 0);
 	for (i = 0; i < 3000; i++) {
@@ -633,6 +806,8 @@ registry_suite(void)
 	tcase_add_test(tc, test_failed_reload_changes_nothing);
 	tcase_add_test(tc, test_status_json);
 	tcase_add_test(tc, test_status_best_worker);
+	tcase_add_test(tc, test_figures);
+	tcase_add_test(tc, test_estate_rank);
 	tcase_add_test(tc, test_register);
 	tcase_add_test(tc, test_many_names);
 	tcase_add_test(tc, test_dns_addresses);

@@ -1,0 +1,392 @@
+/*
+ * registry_reload.c -- a conf reload of the registry, as plan and commit
+ * (see registry_reload() in registry.h).
+ *
+ * A reload runs in two phases.  The plan phase reads the registry without
+ * the mutex (writers take turns on wlock, and conf deployments have no
+ * other writer), compares each deployment of the new conf with the live
+ * one of the same name, parses new addresses (which may ask DNS) and
+ * allocates everything it will need.  The commit phase takes the mutex
+ * and only links pointers, so it cannot fail half way and workers never
+ * see a mix of old and new.  Registration and DNS updates work the same
+ * way on one name: allocate under wlock, link under the mutex.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <pthread.h>
+
+#include "conf.h"
+#include "registry.h"
+#include "registry_impl.h"
+
+/* One deployment of the new conf, as the plan phase sees it. */
+enum reg_plan_kind { PLAN_SAME, PLAN_SETTINGS, PLAN_ENDPOINTS, PLAN_NEW };
+
+struct reg_plan {
+	const struct conf_deployment *cd;
+	struct reg_deployment *old;	/* live one of that name, or NULL */
+	enum reg_plan_kind kind;
+	struct reg_deployment *dep;	/* PLAN_NEW: allocated */
+	char		*command;
+	unsigned	 gen;
+	struct reg_endpoint **eps;	/* PLAN_NEW, PLAN_ENDPOINTS */
+	unsigned	 neps;
+};
+
+
+/* Plan phase ---------------------------------------------------------- */
+
+/* The argv as one string, to tell whether a command changed. */
+static char *
+registry_command(const struct conf_deployment *cd)
+{
+	size_t i, len = 1;
+	char *s;
+
+	if (cd->source == CONF_DNS)
+		return strdup(cd->dns);
+	if (cd->source != CONF_SPAWN)
+		return strdup("");
+	for (i = 0; cd->command[i] != NULL; i++)
+		len += strlen(cd->command[i]) + 1;
+	if ((s = calloc(1, len)) == NULL)
+		return NULL;
+	for (i = 0; cd->command[i] != NULL; i++) {
+		if (i > 0)
+			strcat(s, "\n");
+		strcat(s, cd->command[i]);
+	}
+	return s;
+}
+
+static int
+registry_same_endpoints(const struct reg_deployment *d,
+    const struct conf_deployment *cd, const char *command)
+{
+	unsigned i;
+
+	if (d->source != cd->source)
+		return 0;
+	if (cd->source == CONF_SPAWN)
+		return strcmp(d->command, command) == 0 &&
+		    d->replicas == cd->replicas;
+	if (cd->source == CONF_DNS)
+		return strcmp(d->command, command) == 0;
+	if (d->neps != cd->nendpoints)
+		return 0;
+	for (i = 0; i < d->neps; i++) {
+		if (strcmp(d->eps[i]->addr.text, cd->endpoints[i]) != 0)
+			return 0;
+	}
+	return 1;
+}
+
+static int
+registry_same_settings(const struct reg_deployment *d,
+    const struct conf_deployment *cd)
+{
+	return d->max_ongoing == cd->max_ongoing &&
+	    d->queue_max == cd->queue_max &&
+	    d->queue_timeout == cd->queue_timeout &&
+	    d->request_timeout == cd->request_timeout &&
+	    d->prewarm == cd->prewarm;
+}
+
+/*
+ * A spawn generation no deployment of that name used before: the sockets
+ * of a removed or replaced one may still be draining.
+ */
+static unsigned
+registry_next_gen(struct registry *r, const char *name)
+{
+	unsigned i, gen = 0;
+
+	for (i = 0; i < r->ndeps; i++) {
+		if (strcmp(r->deps[i]->name, name) == 0 && r->deps[i]->gen > gen)
+			gen = r->deps[i]->gen;
+	}
+	for (i = 0; i < r->ngone; i++) {
+		if (strcmp(r->gone[i]->name, name) == 0 && r->gone[i]->gen > gen)
+			gen = r->gone[i]->gen;
+	}
+	return gen + 1;
+}
+
+/* The endpoints a deployment will have: its addresses, or its sockets. */
+static int
+registry_plan_endpoints(struct registry *r, struct reg_plan *p,
+    struct reg_endpoint ***fresh, unsigned *nfresh, char *err, size_t errlen)
+{
+	const struct conf_deployment *cd = p->cd;
+	char addr[512], id[64], msg[256];
+	unsigned i, n;
+
+	/* dns: none until src/dns.c has an answer. */
+	n = cd->source == CONF_SPAWN ? cd->replicas :
+	    cd->source == CONF_ENDPOINTS ? cd->nendpoints : 0;
+	if ((p->eps = calloc(n ? n : 1, sizeof(*p->eps))) == NULL) {
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
+	for (i = 0; i < n; i++) {
+		if (cd->source == CONF_ENDPOINTS) {
+			snprintf(addr, sizeof(addr), "%s", cd->endpoints[i]);
+			snprintf(id, sizeof(id), "%s", cd->endpoints[i]);
+		} else if (p->gen == 1) {
+			snprintf(addr, sizeof(addr), "unix:%s/%s-%u.sock",
+			    r->runtime_dir, cd->name, i);
+			snprintf(id, sizeof(id), "%s-%u", cd->name, i);
+		} else {
+			snprintf(addr, sizeof(addr), "unix:%s/%s-%u.g%u.sock",
+			    r->runtime_dir, cd->name, i, p->gen);
+			snprintf(id, sizeof(id), "%s-%u.g%u", cd->name, i,
+			    p->gen);
+		}
+		p->eps[i] = registry_plan_endpoint(r, fresh, nfresh, addr, id,
+		    msg, sizeof(msg));
+		if (p->eps[i] == NULL) {
+			snprintf(err, errlen, "deployments.%s: %s", cd->name,
+			    msg);
+			return -1;
+		}
+		p->neps++;
+	}
+	return 0;
+}
+
+static int
+registry_plan_one(struct registry *r, struct reg_plan *p,
+    struct reg_endpoint ***fresh, unsigned *nfresh, char *err, size_t errlen)
+{
+	const struct conf_deployment *cd = p->cd;
+
+	if ((p->command = registry_command(cd)) == NULL)
+		goto oom;
+	p->old = registry_index_find(&r->cidx, cd->name);
+	if (p->old != NULL && registry_same_endpoints(p->old, cd, p->command)) {
+		p->kind = registry_same_settings(p->old, cd) ? PLAN_SAME :
+		    PLAN_SETTINGS;
+		p->gen = p->old->gen;
+		return 0;
+	}
+	p->kind = p->old != NULL ? PLAN_ENDPOINTS : PLAN_NEW;
+	/* Only the replica count changed: keep the sockets that stay. */
+	if (p->old != NULL && cd->source == CONF_SPAWN &&
+	    p->old->source == CONF_SPAWN &&
+	    strcmp(p->old->command, p->command) == 0)
+		p->gen = p->old->gen;
+	else
+		p->gen = cd->source == CONF_SPAWN ?
+		    registry_next_gen(r, cd->name) : 0;
+	if (p->kind == PLAN_NEW &&
+	    (p->dep = registry_deployment_new(r, cd->name)) == NULL)
+		goto oom;
+	return registry_plan_endpoints(r, p, fresh, nfresh, err, errlen);
+oom:
+	snprintf(err, errlen, "out of memory");
+	return -1;
+}
+
+static void
+registry_plan_free(struct reg_plan *plan, unsigned n)
+{
+	unsigned i;
+
+	for (i = 0; plan != NULL && i < n; i++) {
+		free(plan[i].command);
+		free(plan[i].eps);
+		registry_deployment_free(plan[i].dep);
+	}
+	free(plan);
+}
+
+/* Commit phase --------------------------------------------------------- */
+
+static void
+registry_commit_one(struct reg_plan *p)
+{
+	const struct conf_deployment *cd = p->cd;
+	struct reg_deployment *d = p->kind == PLAN_NEW ? p->dep : p->old;
+	unsigned i;
+
+	if (p->kind == PLAN_SAME)
+		return;
+	d->source = cd->source;
+	d->replicas = cd->replicas;
+	d->max_ongoing = cd->max_ongoing;
+	d->queue_max = cd->queue_max;
+	d->queue_timeout = cd->queue_timeout;
+	d->request_timeout = cd->request_timeout;
+	d->prewarm = cd->prewarm;
+	d->gen = p->gen;
+	d->version++;
+	if (p->kind == PLAN_SETTINGS) {
+		for (i = 0; i < d->neps; i++)
+			atomic_store(&d->eps[i]->max_ongoing, cd->max_ongoing);
+		return;
+	}
+	/* Swap the strings and arrays: the plan frees the old ones. */
+	free(d->command);
+	d->command = p->command;
+	p->command = NULL;
+	free(d->eps);
+	d->eps = p->eps;
+	d->neps = p->neps;
+	p->eps = NULL;
+	p->dep = NULL;
+	for (i = 0; i < d->neps; i++)
+		atomic_store(&d->eps[i]->max_ongoing, cd->max_ongoing);
+}
+
+static int
+registry_add_change(struct reg_change **ch, unsigned *n, const char *name,
+    enum reg_change_kind kind)
+{
+	struct reg_change *nc;
+
+	if ((nc = realloc(*ch, (*n + 1) * sizeof(*nc))) == NULL)
+		return -1;
+	*ch = nc;
+	if ((nc[*n].name = strdup(name)) == NULL)
+		return -1;
+	nc[(*n)++].kind = kind;
+	return 0;
+}
+
+/* The change list, and the arrays the commit will need, before the lock. */
+static int
+registry_plan_changes(struct registry *r, const struct conf *conf,
+    struct reg_plan *plan, struct reg_change **ch, unsigned *nch)
+{
+	unsigned i;
+
+	for (i = 0; i < conf->ndeployments; i++) {
+		if (plan[i].kind == PLAN_SAME)
+			continue;
+		if (registry_add_change(ch, nch, plan[i].cd->name,
+		    plan[i].kind == PLAN_NEW ? REG_ADDED : REG_CHANGED) == -1)
+			return -1;
+	}
+	for (i = 0; i < r->ndeps; i++) {
+		if (conf_find_deployment(conf, r->deps[i]->name) == NULL &&
+		    registry_add_change(ch, nch, r->deps[i]->name,
+		    REG_REMOVED) == -1)
+			return -1;
+	}
+	return 0;
+}
+
+/* A name the conf takes over from registration: its replicas go. */
+static void
+registry_deactivate(struct reg_deployment *d)
+{
+	registry_strv_free(d->rids, d->neps);
+	free(d->eps);
+	d->rids = NULL;
+	d->eps = NULL;
+	d->neps = 0;
+	d->active = 0;
+	d->version++;
+}
+
+/* Under the mutex: the new conf's deployments go live. */
+static void
+registry_commit(struct registry *r, const struct conf *conf,
+    struct reg_plan *plan, struct reg_deployment **ndeps,
+    struct reg_deployment ***cbuckets, unsigned nb)
+{
+	struct reg_deployment *reg;
+	unsigned i;
+
+	for (i = 0; i < r->ndeps; i++) {
+		if (conf_find_deployment(conf, r->deps[i]->name) == NULL)
+			r->gone[r->ngone++] = r->deps[i];
+	}
+	for (i = 0; i < conf->ndeployments; i++) {
+		ndeps[i] = plan[i].kind == PLAN_NEW ? plan[i].dep : plan[i].old;
+		registry_commit_one(&plan[i]);
+		if (plan[i].kind == PLAN_NEW && (reg = registry_index_find(
+		    &r->ridx, plan[i].cd->name)) != NULL && reg->active)
+			registry_deactivate(reg);
+	}
+	free(r->deps);
+	r->deps = ndeps;
+	r->ndeps = conf->ndeployments;
+	*cbuckets = registry_index_rebuild(&r->cidx, *cbuckets, nb, ndeps,
+	    r->ndeps);
+}
+
+int
+registry_reload(struct registry *r, const struct conf *conf,
+    struct reg_change **changes, unsigned *nchanges, char *err, size_t errlen)
+{
+	struct reg_plan *plan;
+	struct reg_endpoint **fresh = NULL, **neps = NULL;
+	struct reg_deployment **ndeps = NULL, **ngone = NULL, **cb = NULL;
+	struct reg_change *ch = NULL;
+	unsigned i, nfresh = 0, nch = 0, nremoved, nb;
+
+	*changes = NULL;
+	*nchanges = 0;
+	pthread_mutex_lock(&r->wlock);
+	if ((plan = calloc(conf->ndeployments + 1, sizeof(*plan))) == NULL)
+		goto oom;
+	for (i = 0; i < conf->ndeployments; i++) {
+		plan[i].cd = &conf->deployments[i];
+		if (registry_plan_one(r, &plan[i], &fresh, &nfresh, err,
+		    errlen) == -1)
+			goto fail;
+	}
+	if (registry_plan_changes(r, conf, plan, &ch, &nch) == -1)
+		goto oom;
+	nremoved = 0;
+	for (i = 0; i < nch; i++)
+		nremoved += ch[i].kind == REG_REMOVED;
+	ndeps = calloc(conf->ndeployments + 1, sizeof(*ndeps));
+	ngone = realloc(r->gone, (r->ngone + nremoved + 1) * sizeof(*ngone));
+	if (ngone != NULL)
+		r->gone = ngone;
+	neps = realloc(r->eps, (r->neps + nfresh + 1) * sizeof(*neps));
+	if (neps != NULL)
+		r->eps = neps;
+	cb = registry_index_alloc(conf->ndeployments, &nb);
+	if (ndeps == NULL || ngone == NULL || neps == NULL || cb == NULL)
+		goto oom;
+
+	pthread_mutex_lock(&r->lock);
+	for (i = 0; i < nfresh; i++)
+		r->eps[r->neps++] = fresh[i];
+	registry_commit(r, conf, plan, ndeps, &cb, nb);
+	pthread_mutex_unlock(&r->lock);
+	pthread_mutex_unlock(&r->wlock);
+
+	free(cb);		/* the old buckets */
+	registry_plan_free(plan, conf->ndeployments);
+	free(fresh);
+	*changes = ch;
+	*nchanges = nch;
+	return 0;
+oom:
+	snprintf(err, errlen, "out of memory");
+fail:
+	pthread_mutex_unlock(&r->wlock);
+	for (i = 0; i < nfresh; i++)
+		registry_endpoint_free(fresh[i]);
+	free(fresh);
+	free(ndeps);
+	free(cb);
+	registry_plan_free(plan, conf->ndeployments);
+	registry_changes_free(ch, nch);
+	return -1;
+}
+
+void
+registry_changes_free(struct reg_change *ch, unsigned n)
+{
+	unsigned i;
+
+	for (i = 0; ch != NULL && i < n; i++)
+		free(ch[i].name);
+	free(ch);
+}
