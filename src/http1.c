@@ -24,6 +24,7 @@
 #include "llhttp.h"
 
 #include "http1.h"
+#include "http1_target.h"
 
 /* Empty lines (CRLF) tolerated before a request line (RFC 9112 2.2). */
 #define HTTP1_MAX_EMPTY_LINES	8
@@ -114,6 +115,9 @@ struct http1 {
 	size_t			 cap;
 	size_t			 method_off;
 	size_t			 target_off;
+	size_t			 auth_off;	/* absolute-form authority */
+	size_t			 auth_len;
+	int			 absolute;	/* target was absolute-form */
 	int			 in_span;	/* a span is being accumulated */
 
 	struct http1_field	*fields;
@@ -514,8 +518,9 @@ scan_reset(struct http1 *h, enum scan_state sc)
 
 /* --- The arena. ---------------------------------------------------------- */
 
+/* Room for n more bytes; pointers into the arena are void after it. */
 static int
-arena_add(struct http1 *h, const char *p, size_t n)
+arena_reserve(struct http1 *h, size_t n)
 {
 	size_t	 cap;
 	char	*b;
@@ -529,6 +534,14 @@ arena_add(struct http1 *h, const char *p, size_t n)
 		h->buf = b;
 		h->cap = cap;
 	}
+	return 0;
+}
+
+static int
+arena_add(struct http1 *h, const char *p, size_t n)
+{
+	if (arena_reserve(h, n) == -1)
+		return -1;
 	memcpy(h->buf + h->len, p, n);
 	h->len += n;
 	return 0;
@@ -606,7 +619,41 @@ cb_url(llhttp_t *ll, const char *p, size_t n)
 	return arena_span(h, &h->target_off, p, n);
 }
 
-/* Origin-form only, and "*" for OPTIONS: no absolute-form, no authority. */
+/*
+ * Absolute-form: the authority and the origin-form ("/" when the path is
+ * empty) are copied after the target, so both are NUL-terminated; the
+ * caller sees only the origin-form as the target.
+ */
+static int
+target_absolute(struct http1 *h)
+{
+	struct http1_absolute	 a;
+	const char		*why;
+	size_t			 auth, rest, slash;
+
+	if (http1_target_absolute(h->buf + h->target_off, h->req.target_len,
+	    &a, &why) == -1)
+		return fail(h, 400, why);
+	auth = (size_t)(a.authority - h->buf);
+	rest = (size_t)(a.rest - h->buf);
+	slash = a.rest_len == 0 || a.rest[0] != '/';
+	if (arena_reserve(h, a.authority_len + a.rest_len + slash + 2) == -1)
+		return -1;
+	h->auth_off = h->len;
+	h->auth_len = a.authority_len;
+	arena_add(h, h->buf + auth, a.authority_len);
+	arena_add(h, "", 1);
+	h->target_off = h->len;
+	h->req.target_len = a.rest_len + slash;
+	if (slash)
+		arena_add(h, "/", 1);
+	arena_add(h, h->buf + rest, a.rest_len);
+	arena_add(h, "", 1);
+	h->absolute = 1;
+	return 0;
+}
+
+/* Origin-form, absolute-form, and "*" for OPTIONS; no authority-form. */
 static int
 cb_url_complete(llhttp_t *ll)
 {
@@ -622,7 +669,7 @@ cb_url_complete(llhttp_t *ll)
 	if (strcmp(t, "*") == 0 &&
 	    strcmp(h->buf + h->method_off, "OPTIONS") == 0)
 		return 0;
-	return fail(h, 400, "request target not in origin-form");
+	return target_absolute(h);
 }
 
 static int
@@ -767,22 +814,6 @@ cb_value_complete(llhttp_t *ll)
 	return value_check(h, h->buf + fp->value);
 }
 
-/* RFC 3986 reg-name, IP-literal or IPv4, with an optional port. */
-static int
-host_valid(const char *s)
-{
-	unsigned char	 c;
-
-	for (; (c = *s) != '\0'; s++) {
-		if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
-		    (c >= '0' && c <= '9'))
-			continue;
-		if (strchr("-._~!$&'()*+,;=%:[]", c) == NULL)
-			return 0;
-	}
-	return 1;
-}
-
 /* The semantic checks llhttp leaves to us, once all fields are known. */
 static int
 head_check(struct http1 *h)
@@ -791,7 +822,8 @@ head_check(struct http1 *h)
 
 	if (h->minor == 1 && h->nhost == 0)
 		return fail(h, 400, "missing Host");
-	if (h->nhost != 0 && !host_valid(h->buf + h->pos[h->host_idx].value))
+	if (h->nhost != 0 && !http1_host_valid(h->buf +
+	    h->pos[h->host_idx].value, h->fields[h->host_idx].value_len))
 		return fail(h, 400, "invalid Host");
 	if (h->nte != 0 && !(ll->flags & F_CHUNKED))
 		return fail(h, 400, "unsupported Transfer-Encoding");
@@ -825,7 +857,11 @@ head_build(struct http1 *h)
 	r->nfields = h->nfields;
 	r->host = NULL;
 	r->host_len = 0;
-	if (h->nhost != 0) {
+	if (h->absolute) {
+		/* RFC 9112 3.2.2: the authority replaces Host. */
+		r->host = h->buf + h->auth_off;
+		r->host_len = h->auth_len;
+	} else if (h->nhost != 0) {
 		r->host = h->fields[h->host_idx].value;
 		r->host_len = h->fields[h->host_idx].value_len;
 	}
@@ -1069,6 +1105,8 @@ msg_reset(struct http1 *h)
 	h->major = h->minor = 0;
 	h->len = 0;
 	h->method_off = h->target_off = 0;
+	h->auth_off = h->auth_len = 0;
+	h->absolute = 0;
 	h->in_span = 0;
 	h->nfields = 0;
 	h->kind = K_OTHER;
