@@ -14,6 +14,8 @@
 
 #include <stddef.h>
 
+#include "realip.h"
+
 #define CONF_MAX_WORKERS	64
 
 struct conf_limits {
@@ -103,6 +105,8 @@ struct conf {
 	char		**nameservers;	/* resolver.nameservers; NULL: the
 					 * system's (/etc/resolv.conf) */
 	unsigned	 nnameservers;
+	struct realip_cidr *trusted_proxies; /* X-Forwarded-For is believed */
+	unsigned	 ntrusted_proxies;   /* from these peers only */
 };
 
 /*
