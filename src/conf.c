@@ -32,6 +32,7 @@
 
 #include "conf.h"
 #include "net.h"
+#include "tchar.h"
 
 #define CONF_REQUIRED	0x1	/* the key must be present */
 #define CONF_ZERO_OK	0x2	/* seconds: 0 is allowed (means "default") */
@@ -701,11 +702,11 @@ conf_route_deployment(struct conf_ctx *ctx, const struct conf_key *k,
 static int
 conf_token_ok(const char *s)
 {
-	size_t	len = strlen(s);
+	size_t	len = strlen(s), i;
 
-	return (len > 0 && len <= CONF_HEADER_MAX && strspn(s,
-	    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
-	    "!#$%&'*+-.^_`|~") == len);
+	for (i = 0; i < len && tchar_is((unsigned char)s[i]); i++)
+		continue;
+	return (len > 0 && len <= CONF_HEADER_MAX && i == len);
 }
 
 /* "path": the segment after the prefix; "header:NAME": that header. */
