@@ -32,6 +32,7 @@
 
 #include "conf.h"
 #include "net.h"
+#include "tchar.h"
 
 #define CONF_REQUIRED	0x1	/* the key must be present */
 #define CONF_ZERO_OK	0x2	/* seconds: 0 is allowed (means "default") */
@@ -125,6 +126,8 @@ static int	conf_token_file(struct conf_ctx *, const struct conf_key *,
 		    json_t *, void *);
 static int	conf_nameservers(struct conf_ctx *, const struct conf_key *,
 		    json_t *, void *);
+static int	conf_trusted_proxies(struct conf_ctx *,
+		    const struct conf_key *, json_t *, void *);
 
 #define T(f)	offsetof(struct conf, f)
 static const struct conf_key conf_top_keys[] = {
@@ -144,6 +147,7 @@ static const struct conf_key conf_top_keys[] = {
 	{ "resolver", conf_resolver, 0, 0, 0, 0 },
 	{ "admin_on_public", conf_bool, T(admin_on_public), 0, 0, 0 },
 	{ "admin_token_file", conf_token_file, T(admin_token), 0, 0, 0 },
+	{ "trusted_proxies", conf_trusted_proxies, 0, 0, 0, 0 },
 	/* Before routes: a route must name a known deployment. */
 	{ "deployments", conf_deployments, 0, 0, 0, CONF_REQUIRED },
 	{ "routes", conf_routes, 0, 0, 0, CONF_REQUIRED },
@@ -728,11 +732,11 @@ conf_route_deployment(struct conf_ctx *ctx, const struct conf_key *k,
 static int
 conf_token_ok(const char *s)
 {
-	size_t	len = strlen(s);
+	size_t	len = strlen(s), i;
 
-	return (len > 0 && len <= CONF_HEADER_MAX && strspn(s,
-	    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
-	    "!#$%&'*+-.^_`|~") == len);
+	for (i = 0; i < len && tchar_is((unsigned char)s[i]); i++)
+		continue;
+	return (len > 0 && len <= CONF_HEADER_MAX && i == len);
 }
 
 /* "path": the segment after the prefix; "header:NAME": that header. */
@@ -1020,6 +1024,71 @@ conf_nameservers(struct conf_ctx *ctx, const struct conf_key *k, json_t *v,
 	return (0);
 }
 
+/*
+ * The line of a string value, for an error: jansson keeps positions only
+ * for syntax errors, so look for the quoted text after the key.  0 if not
+ * found (an escaped string, say).
+ */
+static int
+conf_line_of(const char *path, const char *key, const char *value)
+{
+	char	 line[1024], q[300];
+	FILE	*fp;
+	int	 n = 0, found = 0, seen_key = 0;
+
+	snprintf(q, sizeof q, "\"%s\"", value);
+	if ((fp = fopen(path, "r")) == NULL)
+		return 0;
+	while (!found && fgets(line, sizeof line, fp) != NULL) {
+		n++;
+		if (!seen_key && strstr(line, key) != NULL)
+			seen_key = 1;
+		if (seen_key && strstr(line, q) != NULL)
+			found = 1;
+	}
+	fclose(fp);
+	return found ? n : 0;
+}
+
+/* An array of CIDR strings (IPv4 or IPv6); see realip.h. */
+static int
+conf_trusted_proxies(struct conf_ctx *ctx, const struct conf_key *k,
+    json_t *v, void *base)
+{
+	struct conf	*conf = base;
+	const char	*s;
+	size_t		 i, old;
+	int		 line;
+
+	if (!json_is_array(v))
+		return (conf_error(ctx, "must be an array of CIDR strings"));
+	if (json_array_size(v) > 0 && (conf->trusted_proxies = calloc(
+	    json_array_size(v), sizeof *conf->trusted_proxies)) == NULL)
+		abort();
+	for (i = 0; i < json_array_size(v); i++) {
+		s = json_string_value(json_array_get(v, i));
+		if (s != NULL && realip_cidr_parse(s,
+		    &conf->trusted_proxies[i]) == 0)
+			continue;
+		old = conf_push_index(ctx, i);
+		if (s == NULL)
+			conf_error(ctx, "must be a CIDR string");
+		else if ((line = conf_line_of(conf->path, "\"trusted_proxies\"",
+		    s)) == 0)
+			conf_error(ctx, "bad CIDR \"%s\"", s);
+		else {
+			/* "FILE:LINE: key: message", as a syntax error. */
+			snprintf(ctx->err, ctx->errlen, "%s:%d: %s: bad CIDR "
+			    "\"%s\"", conf->path, line, ctx->kpath, s);
+			conf_sanitize(ctx->err);
+		}
+		conf_pop(ctx, old);
+		return (-1);
+	}
+	conf->ntrusted_proxies = (unsigned)json_array_size(v);
+	return (0);
+}
+
 static void
 conf_defaults(struct conf *conf)
 {
@@ -1141,6 +1210,7 @@ conf_free(struct conf *conf)
 		free(d->dns);
 	}
 	conf_free_strv(conf->nameservers, conf->nnameservers);
+	free(conf->trusted_proxies);
 	free(conf->deployments);
 	conf_free_strv(conf->listen, conf->nlisten);
 	free(conf->admin);

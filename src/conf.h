@@ -14,6 +14,8 @@
 
 #include <stddef.h>
 
+#include "realip.h"
+
 #define CONF_MAX_WORKERS	64
 
 struct conf_limits {
@@ -105,6 +107,8 @@ struct conf {
 	unsigned	 nnameservers;
 	int		 admin_on_public; /* admin pages on public listeners */
 	char		*admin_token;	/* admin_token_file's token; NULL: none */
+	struct realip_cidr *trusted_proxies; /* X-Forwarded-For is believed */
+	unsigned	 ntrusted_proxies;   /* from these peers only */
 };
 
 /*

@@ -70,6 +70,7 @@ struct front {
 
 	/* The current request. */
 	const struct http1_request *req;
+	char		 client[64];	/* behind trusted proxies; "": peer */
 	struct stream	*stream;
 	int		 req_done;	/* the whole request was read */
 	int		 resp_done;	/* the whole response was queued */
@@ -163,7 +164,7 @@ front_reqlog(struct front *f, int aborted)
 {
 	if (f->log.method == NULL && f->log.status == 0)
 		return;
-	f->log.peer = f->peer;
+	f->log.peer = f->client[0] != '\0' ? f->client : f->peer;
 	f->log.request_id = f->request_id;
 	f->log.aborted = aborted;
 	f->log.total_s = front_now(f) - f->log.t_start;
@@ -171,6 +172,7 @@ front_reqlog(struct front *f, int aborted)
 		f->log.upstream_s = front_now(f) - f->t_attach;
 	reqlog_done(f->w, &f->log);
 	memset(&f->log, 0, sizeof(f->log));
+	f->client[0] = '\0';
 	f->log.upstream_s = -1;
 	f->t_attach = 0;
 }
@@ -576,6 +578,23 @@ front_timeout(const struct http1_field *fl, double conf_timeout)
 	return t < conf_timeout ? t : conf_timeout;
 }
 
+/*
+ * From a trusted proxy, X-Forwarded-For names the client (nginx's realip
+ * with real_ip_recursive); the peer otherwise.  For the logs only: the
+ * X-Forwarded-For we forward still ends with the peer, the hop we saw.
+ */
+static void
+front_client(struct front *f, const struct http1_request *r)
+{
+	const struct conf *conf = worker_conf(f->w);
+
+	f->client[0] = '\0';
+	if (conf->ntrusted_proxies != 0 && realip_trusted(conf->trusted_proxies,
+	    conf->ntrusted_proxies, f->peer))
+		(void)realip_client(conf->trusted_proxies,
+		    conf->ntrusted_proxies, r, f->client, sizeof(f->client));
+}
+
 static int
 front_req_head(void *arg, struct http1_request *r)
 {
@@ -586,6 +605,7 @@ front_req_head(void *arg, struct http1_request *r)
 	struct handle *h;
 
 	front_scan_fields(r, &ff);
+	front_client(f, r);
 	f->req = r;
 	f->log.t_start = front_now(f);
 	f->log.method = r->method;

@@ -1,14 +1,13 @@
 /*
  * http1.c -- HTTP/1.1 request parsing on llhttp, without I/O.
  *
- * Two parsers look at every byte of a request head.  A small scanner of our
- * own checks the raw syntax that llhttp 8.1 lets through even in strict mode
- * (bare LF and CR, obs-fold, whitespace before the colon, control characters,
- * empty names, odd request lines, versions) and counts the limits; llhttp then
- * parses the same bytes and owns the framing.  The scanner runs first over
- * what was fed and stops at its first error, llhttp parses only the bytes
- * before it, so the first error by position wins and the verdict does not
- * depend on how the bytes were split across http1_feed() calls.
+ * Two parsers look at every byte of a request head.  The raw pre-scanner
+ * (http1_scan.c) checks the syntax that llhttp 8.1 lets through even in
+ * strict mode and counts the limits; llhttp then parses the same bytes and
+ * owns the framing.  The scanner runs first over what was fed and stops at
+ * its first error, llhttp parses only the bytes before it, so the first
+ * error by position wins and the verdict does not depend on how the bytes
+ * were split across http1_feed() calls.
  *
  * Chunked trailers get the same treatment: the parser pauses at the last
  * chunk, and the scanner checks the trailer lines before llhttp sees them.
@@ -16,7 +15,6 @@
  */
 
 #include <stdint.h>
-#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -24,20 +22,9 @@
 #include "llhttp.h"
 
 #include "http1.h"
-
-/* Empty lines (CRLF) tolerated before a request line (RFC 9112 2.2). */
-#define HTTP1_MAX_EMPTY_LINES	8
-
-/*
- * Fixed caps, whatever the configured limits: a request is forwarded in one
- * REQUEST frame whose strings are length-prefixed (src/wire.h: field names
- * str8, values and the target str16), so a longer name, value or target
- * could be accepted here and then never be encoded.  A value is counted
- * raw, from the colon to the CRLF, OWS included.
- */
-#define HTTP1_MAX_NAME		255
-#define HTTP1_MAX_VALUE		65535
-#define HTTP1_MAX_TARGET	65535
+#include "http1_scan.h"
+#include "http1_target.h"
+#include "tchar.h"
 
 #define ARENA_MIN	512
 #define FIELDS_MIN	16
@@ -48,23 +35,6 @@ enum phase {
 	PH_TRAILER,	/* after the last chunk: trailer lines */
 	PH_DONE,	/* a message ended; paused until http1_next() */
 	PH_ERROR,	/* final */
-};
-
-enum scan_state {
-	SC_START,	/* before the request line; empty lines allowed */
-	SC_START_LF,
-	SC_METHOD,
-	SC_TARGET0,	/* first byte of the request target */
-	SC_TARGET,
-	SC_VERSION,	/* "HTTP/d.d", position in h->vpos */
-	SC_RL_CR,
-	SC_RL_LF,
-	SC_LINE,	/* start of a field line or of the empty line */
-	SC_NAME,
-	SC_VALUE,
-	SC_LINE_LF,
-	SC_END_LF,
-	SC_END,		/* the empty line ending the section was read */
 };
 
 /* Header fields the parser itself cares about. */
@@ -92,16 +62,7 @@ struct http1 {
 	const char		*reason;
 
 	/* The raw scanner, and the error it stopped on (not yet final). */
-	enum scan_state		 sc;
-	size_t			 rl_len;
-	size_t			 hdr_bytes;
-	size_t			 item_len;	/* target, name or value */
-	unsigned		 nlines;
-	unsigned		 empty_lines;
-	unsigned		 vpos;
-	int			 major, minor;
-	int			 sc_status;
-	const char		*sc_reason;
+	struct http1_scan	 scan;
 
 	/*
 	 * The arena: NUL-terminated copies of method, target, names and
@@ -114,6 +75,9 @@ struct http1 {
 	size_t			 cap;
 	size_t			 method_off;
 	size_t			 target_off;
+	size_t			 auth_off;	/* absolute-form authority */
+	size_t			 auth_len;
+	int			 absolute;	/* target was absolute-form */
 	int			 in_span;	/* a span is being accumulated */
 
 	struct http1_field	*fields;
@@ -188,334 +152,11 @@ cb_status(int st)
 	return (st >= 400 && st <= 599) ? st : 500;
 }
 
-static int
-is_tchar(unsigned char c)
-{
-	if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
-	    (c >= '0' && c <= '9'))
-		return 1;
-	return c != '\0' && strchr("!#$%&'*+-.^_`|~", c) != NULL;
-}
-
-static int
-is_ows(char c)
-{
-	return c == ' ' || c == '\t';
-}
-
-/* --- The raw scanner. --------------------------------------------------- */
-
-static int
-sc_fail(struct http1 *h, int status, const char *reason)
-{
-	h->sc_status = status;
-	h->sc_reason = reason;
-	return -1;
-}
-
-static int
-sc_rl_count(struct http1 *h)
-{
-	if (++h->rl_len > h->lim.max_request_line)
-		return sc_fail(h, 414, "request line too long");
-	return 0;
-}
-
-static int
-sc_hdr_count(struct http1 *h)
-{
-	if (++h->hdr_bytes > h->lim.max_header_bytes)
-		return sc_fail(h, 431, h->phase == PH_TRAILER ?
-		    "trailer section too large" : "header section too large");
-	return 0;
-}
-
-/* "HTTP/" DIGIT "." DIGIT; anything but 1.0 and 1.1 is 505. */
-static int
-sc_version(struct http1 *h, unsigned char c)
-{
-	static const char	 proto[] = "HTTP/";
-
-	if (h->vpos < 5) {
-		if (c != (unsigned char)proto[h->vpos])
-			return sc_fail(h, 400, "malformed HTTP version");
-	} else if (h->vpos == 6) {
-		if (c != '.')
-			return sc_fail(h, 400, "malformed HTTP version");
-	} else {
-		if (c < '0' || c > '9')
-			return sc_fail(h, 400, "malformed HTTP version");
-		if (h->vpos == 5)
-			h->major = c - '0';
-		else {
-			h->minor = c - '0';
-			if (h->major != 1 || h->minor > 1)
-				return sc_fail(h, 505,
-				    "unsupported HTTP version");
-			h->sc = SC_RL_CR;
-		}
-	}
-	h->vpos++;
-	return 0;
-}
-
-/* The request line: method SP target SP version CRLF, single spaces. */
-static int
-sc_request_line(struct http1 *h, unsigned char c)
-{
-	if (h->sc != SC_RL_CR && sc_rl_count(h) == -1)
-		return -1;
-	switch (h->sc) {
-	case SC_METHOD:
-		if (c == ' ')
-			h->sc = SC_TARGET0;
-		else if (c == '\n')
-			return sc_fail(h, 400, "bare LF in request line");
-		else if (!is_tchar(c))
-			return sc_fail(h, 400, "invalid method");
-		return 0;
-	case SC_TARGET0:
-	case SC_TARGET:
-		if (c == ' ' && h->sc == SC_TARGET) {
-			h->sc = SC_VERSION;
-			h->vpos = 0;
-		} else if (c < 0x21 || c > 0x7e || c == '#')
-			return sc_fail(h, 400, "invalid request target");
-		else if (++h->item_len > HTTP1_MAX_TARGET)
-			return sc_fail(h, 414, "request target too long");
-		else
-			h->sc = SC_TARGET;
-		return 0;
-	case SC_VERSION:
-		return sc_version(h, c);
-	case SC_RL_CR:
-		if (c == '\n')
-			return sc_fail(h, 400, "bare LF in request line");
-		if (c != '\r')
-			return sc_fail(h, 400, "malformed request line");
-		h->sc = SC_RL_LF;
-		return 0;
-	default:
-		abort();
-	}
-}
-
-/* A field line (header or trailer): tchar+ ":" value CRLF, no folding. */
-static int
-sc_field_line(struct http1 *h, unsigned char c)
-{
-	if (sc_hdr_count(h) == -1)
-		return -1;
-	switch (h->sc) {
-	case SC_LINE:
-		if (c == '\n')
-			return sc_fail(h, 400, "bare LF in header");
-		if (is_ows(c))
-			return sc_fail(h, 400, "obs-fold in header");
-		if (++h->nlines > h->lim.max_headers)
-			return sc_fail(h, 431, "too many header fields");
-		if (c == ':')
-			return sc_fail(h, 400, "empty header name");
-		if (!is_tchar(c))
-			return sc_fail(h, 400, "invalid char in header name");
-		h->sc = SC_NAME;
-		h->item_len = 1;
-		return 0;
-	case SC_NAME:
-		if (c == ':') {
-			h->sc = SC_VALUE;
-			h->item_len = 0;
-		} else if (is_ows(c))
-			return sc_fail(h, 400, "whitespace before colon");
-		else if (c == '\r' || c == '\n')
-			return sc_fail(h, 400, "header line without colon");
-		else if (!is_tchar(c))
-			return sc_fail(h, 400, "invalid char in header name");
-		else if (++h->item_len > HTTP1_MAX_NAME)
-			return sc_fail(h, 431, "header name too long");
-		return 0;
-	case SC_VALUE:
-		if (c == '\r')
-			h->sc = SC_LINE_LF;
-		else if (c == '\n')
-			return sc_fail(h, 400, "bare LF in header");
-		else if ((c < 0x20 && c != '\t') || c == 0x7f)
-			return sc_fail(h, 400, "invalid char in header value");
-		else if (++h->item_len > HTTP1_MAX_VALUE)
-			return sc_fail(h, 431, "header value too long");
-		return 0;
-	case SC_LINE_LF:
-		if (c != '\n')
-			return sc_fail(h, 400, "bare CR in header");
-		h->sc = SC_LINE;
-		return 0;
-	default:
-		abort();
-	}
-}
-
-static int
-sc_byte(struct http1 *h, unsigned char c)
-{
-	switch (h->sc) {
-	case SC_START:
-		if (c == '\r') {
-			h->sc = SC_START_LF;
-			return 0;
-		}
-		if (c == '\n')
-			return sc_fail(h, 400, "bare LF in request line");
-		if (!is_tchar(c))
-			return sc_fail(h, 400, "invalid method");
-		h->sc = SC_METHOD;
-		return sc_rl_count(h);
-	case SC_START_LF:
-		if (c != '\n')
-			return sc_fail(h, 400, "bare CR in request line");
-		if (++h->empty_lines > HTTP1_MAX_EMPTY_LINES)
-			return sc_fail(h, 400, "too many empty lines");
-		h->sc = SC_START;
-		return 0;
-	case SC_RL_LF:
-		if (c != '\n')
-			return sc_fail(h, 400, "bare CR in request line");
-		h->sc = SC_LINE;
-		return 0;
-	case SC_LINE:
-		if (c == '\r') {
-			h->sc = SC_END_LF;
-			return 0;
-		}
-		return sc_field_line(h, c);
-	case SC_END_LF:
-		if (c != '\n')
-			return sc_fail(h, 400, "bare CR in header");
-		h->sc = SC_END;
-		return 0;
-	case SC_NAME:
-	case SC_VALUE:
-	case SC_LINE_LF:
-		return sc_field_line(h, c);
-	case SC_END:
-		abort();
-	default:
-		return sc_request_line(h, c);
-	}
-}
-
-/*
- * Byte classes for the scanner's fast runs: the bytes that leave a state
- * where it is and need no check beyond counting.  Anything else takes the
- * byte-at-a-time path, which knows every error.
- */
-#define PLAIN_NAME	0x01	/* tchar */
-#define PLAIN_VALUE	0x02	/* field-vchar, SP, HTAB, obs-text */
-#define PLAIN_TARGET	0x04	/* VCHAR but '#' */
-
-static unsigned char plain[256];
-static pthread_once_t plain_once = PTHREAD_ONCE_INIT;
-
-static void
-plain_init(void)
-{
-	static const char tchar_extra[] = "!#$%&'*+-.^_`|~";
-	unsigned c;
-
-	for (c = 0; c < 256; c++) {
-		if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
-		    (c >= '0' && c <= '9') ||
-		    (c != 0 && strchr(tchar_extra, (int)c) != NULL))
-			plain[c] |= PLAIN_NAME;
-		if ((c >= 0x20 && c != 0x7f) || c == '\t')
-			plain[c] |= PLAIN_VALUE;
-		if (c >= 0x21 && c <= 0x7e && c != '#')
-			plain[c] |= PLAIN_TARGET;
-	}
-}
-
-/*
- * A run of plain bytes in the current state, taken whole when it stays
- * within every limit; 0 when the byte path must decide.
- */
-static size_t
-scan_run(struct http1 *h, const unsigned char *p, size_t n)
-{
-	unsigned char cls;
-	size_t r = 0, max_item;
-	size_t *budget, budget_max;
-
-	switch (h->sc) {
-	case SC_NAME:
-		cls = PLAIN_NAME;
-		max_item = HTTP1_MAX_NAME;
-		budget = &h->hdr_bytes;
-		budget_max = h->lim.max_header_bytes;
-		break;
-	case SC_VALUE:
-		cls = PLAIN_VALUE;
-		max_item = HTTP1_MAX_VALUE;
-		budget = &h->hdr_bytes;
-		budget_max = h->lim.max_header_bytes;
-		break;
-	case SC_TARGET:
-		cls = PLAIN_TARGET;
-		max_item = HTTP1_MAX_TARGET;
-		budget = &h->rl_len;
-		budget_max = h->lim.max_request_line;
-		break;
-	default:
-		return 0;
-	}
-	while (r < n && (plain[p[r]] & cls))
-		r++;
-	if (r == 0 || *budget + r > budget_max || h->item_len + r > max_item)
-		return 0;
-	*budget += r;
-	h->item_len += r;
-	return r;
-}
-
-/*
- * How many of the n bytes are clean.  Stops after the empty line ending the
- * section (*end set) or before a bad byte (h->sc_status set).
- */
-static size_t
-scan(struct http1 *h, const char *p, size_t n, int *end)
-{
-	size_t	 i;
-
-	*end = 0;
-	for (i = 0; i < n; i++) {
-		i += scan_run(h, (const unsigned char *)p + i, n - i);
-		if (i == n)
-			break;
-		if (sc_byte(h, (unsigned char)p[i]) == -1)
-			return i;
-		if (h->sc == SC_END) {
-			*end = 1;
-			return i + 1;
-		}
-	}
-	return n;
-}
-
-static void
-scan_reset(struct http1 *h, enum scan_state sc)
-{
-	h->sc = sc;
-	h->rl_len = 0;
-	h->hdr_bytes = 0;
-	h->item_len = 0;
-	h->nlines = 0;
-	h->empty_lines = 0;
-	h->sc_status = 0;
-	h->sc_reason = NULL;
-}
-
 /* --- The arena. ---------------------------------------------------------- */
 
+/* Room for n more bytes; pointers into the arena are void after it. */
 static int
-arena_add(struct http1 *h, const char *p, size_t n)
+arena_reserve(struct http1 *h, size_t n)
 {
 	size_t	 cap;
 	char	*b;
@@ -529,6 +170,14 @@ arena_add(struct http1 *h, const char *p, size_t n)
 		h->buf = b;
 		h->cap = cap;
 	}
+	return 0;
+}
+
+static int
+arena_add(struct http1 *h, const char *p, size_t n)
+{
+	if (arena_reserve(h, n) == -1)
+		return -1;
 	memcpy(h->buf + h->len, p, n);
 	h->len += n;
 	return 0;
@@ -606,7 +255,41 @@ cb_url(llhttp_t *ll, const char *p, size_t n)
 	return arena_span(h, &h->target_off, p, n);
 }
 
-/* Origin-form only, and "*" for OPTIONS: no absolute-form, no authority. */
+/*
+ * Absolute-form: the authority and the origin-form ("/" when the path is
+ * empty) are copied after the target, so both are NUL-terminated; the
+ * caller sees only the origin-form as the target.
+ */
+static int
+target_absolute(struct http1 *h)
+{
+	struct http1_absolute	 a;
+	const char		*why;
+	size_t			 auth, rest, slash;
+
+	if (http1_target_absolute(h->buf + h->target_off, h->req.target_len,
+	    &a, &why) == -1)
+		return fail(h, 400, why);
+	auth = (size_t)(a.authority - h->buf);
+	rest = (size_t)(a.rest - h->buf);
+	slash = a.rest_len == 0 || a.rest[0] != '/';
+	if (arena_reserve(h, a.authority_len + a.rest_len + slash + 2) == -1)
+		return -1;
+	h->auth_off = h->len;
+	h->auth_len = a.authority_len;
+	arena_add(h, h->buf + auth, a.authority_len);
+	arena_add(h, "", 1);
+	h->target_off = h->len;
+	h->req.target_len = a.rest_len + slash;
+	if (slash)
+		arena_add(h, "/", 1);
+	arena_add(h, h->buf + rest, a.rest_len);
+	arena_add(h, "", 1);
+	h->absolute = 1;
+	return 0;
+}
+
+/* Origin-form, absolute-form, and "*" for OPTIONS; no authority-form. */
 static int
 cb_url_complete(llhttp_t *ll)
 {
@@ -622,7 +305,7 @@ cb_url_complete(llhttp_t *ll)
 	if (strcmp(t, "*") == 0 &&
 	    strcmp(h->buf + h->method_off, "OPTIONS") == 0)
 		return 0;
-	return fail(h, 400, "request target not in origin-form");
+	return target_absolute(h);
 }
 
 static int
@@ -675,7 +358,7 @@ field_count(struct http1 *h)
 			return fail(h, 400, "multiple Content-Length");
 		break;
 	case K_TRANSFER_ENCODING:
-		if (h->minor == 0)
+		if (http1_scan_minor(&h->scan) == 0)
 			return fail(h, 400, "Transfer-Encoding on HTTP/1.0");
 		if (++h->nte > 1)
 			return fail(h, 400, "multiple Transfer-Encoding");
@@ -728,7 +411,7 @@ value_check(struct http1 *h, const char *v)
 		break;
 	case K_EXPECT:
 		/* RFC 9110 10.1.1: ignored in HTTP/1.0. */
-		if (h->minor == 0)
+		if (http1_scan_minor(&h->scan) == 0)
 			break;
 		if (strcasecmp(v, "100-continue") != 0)
 			return fail(h, 417, "unsupported Expect");
@@ -755,9 +438,9 @@ cb_value_complete(llhttp_t *ll)
 		fp->value = h->len;
 	h->in_span = 0;
 	end = h->len;
-	while (end > fp->value && is_ows(h->buf[end - 1]))
+	while (end > fp->value && tchar_is_ows(h->buf[end - 1]))
 		end--;
-	while (fp->value < end && is_ows(h->buf[fp->value]))
+	while (fp->value < end && tchar_is_ows(h->buf[fp->value]))
 		fp->value++;
 	h->len = end;
 	if (arena_add(h, "", 1) == -1)
@@ -767,31 +450,16 @@ cb_value_complete(llhttp_t *ll)
 	return value_check(h, h->buf + fp->value);
 }
 
-/* RFC 3986 reg-name, IP-literal or IPv4, with an optional port. */
-static int
-host_valid(const char *s)
-{
-	unsigned char	 c;
-
-	for (; (c = *s) != '\0'; s++) {
-		if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
-		    (c >= '0' && c <= '9'))
-			continue;
-		if (strchr("-._~!$&'()*+,;=%:[]", c) == NULL)
-			return 0;
-	}
-	return 1;
-}
-
 /* The semantic checks llhttp leaves to us, once all fields are known. */
 static int
 head_check(struct http1 *h)
 {
 	llhttp_t	*ll = &h->ll;
 
-	if (h->minor == 1 && h->nhost == 0)
+	if (http1_scan_minor(&h->scan) == 1 && h->nhost == 0)
 		return fail(h, 400, "missing Host");
-	if (h->nhost != 0 && !host_valid(h->buf + h->pos[h->host_idx].value))
+	if (h->nhost != 0 && !http1_host_valid(h->buf +
+	    h->pos[h->host_idx].value, h->fields[h->host_idx].value_len))
 		return fail(h, 400, "invalid Host");
 	if (h->nte != 0 && !(ll->flags & F_CHUNKED))
 		return fail(h, 400, "unsupported Transfer-Encoding");
@@ -819,13 +487,17 @@ head_build(struct http1 *h)
 	r->method = h->buf + h->method_off;
 	r->target = h->buf + h->target_off;
 	r->path_len = strcspn(r->target, "?");
-	r->major = h->major;
-	r->minor = h->minor;
+	r->major = http1_scan_major(&h->scan);
+	r->minor = http1_scan_minor(&h->scan);
 	r->fields = h->fields;
 	r->nfields = h->nfields;
 	r->host = NULL;
 	r->host_len = 0;
-	if (h->nhost != 0) {
+	if (h->absolute) {
+		/* RFC 9112 3.2.2: the authority replaces Host. */
+		r->host = h->buf + h->auth_off;
+		r->host_len = h->auth_len;
+	} else if (h->nhost != 0) {
 		r->host = h->fields[h->host_idx].value;
 		r->host_len = h->fields[h->host_idx].value_len;
 	}
@@ -974,7 +646,7 @@ execute(struct http1 *h, const char *p, size_t n)
 		h->trailer_next = 0;
 		llhttp_resume(&h->ll);
 		h->phase = PH_TRAILER;
-		scan_reset(h, SC_LINE);
+		http1_scan_trailer(&h->scan);
 		return used;
 	}
 	if (h->status == 0)
@@ -990,12 +662,13 @@ feed_lines(struct http1 *h, const char *p, size_t n)
 	size_t	 clean, used;
 	int	 end;
 
-	clean = scan(h, p, n, &end);
+	clean = http1_scan_run(&h->scan, p, n, &end);
 	used = clean != 0 ? execute(h, p, clean) : 0;
 	if (h->phase == PH_ERROR || h->phase == PH_DONE)
 		return used;
-	if (h->sc_status != 0) {
-		fail(h, h->sc_status, h->sc_reason);
+	if (http1_scan_status(&h->scan) != 0) {
+		fail(h, http1_scan_status(&h->scan),
+		    http1_scan_reason(&h->scan));
 		h->phase = PH_ERROR;
 	} else if (end && h->phase == PH_HEAD)
 		h->phase = PH_BODY;
@@ -1048,7 +721,7 @@ http1_finish(struct http1 *h)
 	case PH_DONE:
 		return HTTP1_MORE;
 	case PH_HEAD:
-		if (h->sc == SC_START)
+		if (http1_scan_at_start(&h->scan))
 			return HTTP1_MORE;
 		fail(h, 400, "incomplete request head");
 		break;
@@ -1064,11 +737,11 @@ static void
 msg_reset(struct http1 *h)
 {
 	h->phase = PH_HEAD;
-	scan_reset(h, SC_START);
-	h->vpos = 0;
-	h->major = h->minor = 0;
+	http1_scan_head(&h->scan);
 	h->len = 0;
 	h->method_off = h->target_off = 0;
+	h->auth_off = h->auth_len = 0;
+	h->absolute = 0;
 	h->in_span = 0;
 	h->nfields = 0;
 	h->kind = K_OTHER;
@@ -1096,10 +769,11 @@ http1_new(const struct http1_limits *lim, const struct http1_callbacks *cb,
 {
 	struct http1	*h;
 
-	pthread_once(&plain_once, plain_init);
 	if ((h = calloc(1, sizeof *h)) == NULL)
 		return NULL;
 	h->lim = lim != NULL ? *lim : default_limits;
+	http1_scan_init(&h->scan, h->lim.max_request_line,
+	    h->lim.max_header_bytes, h->lim.max_headers);
 	if (cb != NULL)
 		h->cb = *cb;
 	h->arg = arg;
@@ -1136,7 +810,7 @@ int
 http1_idle(const struct http1 *h)
 {
 	return h->phase == PH_DONE ||
-	    (h->phase == PH_HEAD && h->sc == SC_START);
+	    (h->phase == PH_HEAD && http1_scan_at_start(&h->scan));
 }
 
 const struct http1_request *

@@ -36,13 +36,15 @@ struct http1_field {
 struct http1_request {
 	const char	*method;	/* "GET"; NUL-terminated */
 	size_t		 method_len;
-	const char	*target;	/* as sent: "/p/a?q=1" */
+	const char	*target;	/* origin-form: "/p/a?q=1" (from an */
+					/* absolute-form target: its path) */
 	size_t		 target_len;
 	size_t		 path_len;	/* target up to '?' */
 	int		 major, minor;	/* 1.0 or 1.1 */
 	struct http1_field *fields;
 	unsigned	 nfields;
-	const char	*host;		/* Host header or NULL */
+	const char	*host;		/* absolute-form authority, else the */
+					/* Host header, else NULL */
 	size_t		 host_len;
 	int64_t		 content_length; /* -1 when none */
 	int		 chunked;

@@ -282,17 +282,20 @@ stream_encode(struct stream *s, uint32_t id, struct evbuffer *out)
 	char *xff = NULL, xffbuf[256];
 	const char *prev = NULL, *conn = NULL;
 	size_t prevlen = 0, connlen = 0, size, n, xfflen;
-	unsigned i, nf = 0;
+	unsigned i, nf = 0, room;
 	uint8_t flags = 0;
-	int rv = -1;
+	int rv = -1, host_sent = 0;	/* -1: one to come; 1: sent */
 
 	for (i = 0; i < r->nfields; i++) {
 		if (stream_name_is(&r->fields[i], "connection", 10)) {
 			conn = r->fields[i].value;
 			connlen = r->fields[i].value_len;
-		}
+		} else if (stream_name_is(&r->fields[i], "host", 4))
+			host_sent = -1;		/* sent in its place */
 	}
-	for (i = 0; i < r->nfields && nf < WIRE_MAX_FIELDS - 2; i++) {
+	/* Room for X-Forwarded-For, -Proto and a Host we add. */
+	room = WIRE_MAX_FIELDS - 2 - (host_sent == 0 && r->host != NULL);
+	for (i = 0; i < r->nfields && nf < room; i++) {
 		const struct http1_field *f = &r->fields[i];
 
 		if (stream_name_is(f, "x-forwarded-for", 15)) {
@@ -306,9 +309,23 @@ stream_encode(struct stream *s, uint32_t id, struct evbuffer *out)
 		    (conn != NULL && stream_conn_listed(conn, connlen, f->name,
 		    f->name_len)))
 			continue;
+		/* r->host: an absolute-form authority replaces Host. */
+		if (stream_name_is(f, "host", 4)) {
+			if (host_sent != 1 && r->host != NULL) {
+				stream_str(&fields[nf].name, f->name, 4);
+				stream_str(&fields[nf++].value, r->host,
+				    r->host_len);
+			}
+			host_sent = 1;
+			continue;
+		}
 		stream_str(&fields[nf].name, f->name, f->name_len);
 		stream_str(&fields[nf].value, f->value, f->value_len);
 		nf++;
+	}
+	if (host_sent == 0 && r->host != NULL) {	/* HTTP/1.0 absolute-form */
+		stream_str(&fields[nf].name, "host", 4);
+		stream_str(&fields[nf++].value, r->host, r->host_len);
 	}
 	xfflen = prevlen + strlen(s->info.client_addr) + 3;
 	if (xfflen <= sizeof(xffbuf))

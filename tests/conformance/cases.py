@@ -316,6 +316,23 @@ def conformance(ctx):
 	c("host-port", "Host with a port is forwarded as sent",
 	    req("GET", "/c/hostport", host="example.com:8080"),
 	    check=want(0, headers={"host": "example.com:8080"}))
+	c("absolute-form", "absolute-form with a matching Host: the "
+	    "origin-form and the authority are forwarded",
+	    b"GET http://example.com/c/abs?x=1 HTTP/1.1\r\n" + H + b"\r\n",
+	    check=want(0, path="/c/abs", query="x=1",
+	    headers={"host": "example.com"}),
+	    rfc="RFC 9112 3.2.2: a server MUST accept the absolute-form")
+	c("absolute-other-host", "absolute-form with another Host: the "
+	    "authority wins",
+	    b"GET HTTP://example.com:8080/c/abs2 HTTP/1.1\r\n"
+	    b"Host: other.example\r\n\r\n",
+	    check=want(0, path="/c/abs2", headers={"host": "example.com:8080"}),
+	    rfc="RFC 9112 3.2.2: the authority replaces Host")
+	c("absolute-empty-path", "absolute-form without a path: forwarded "
+	    "as /",
+	    b"GET https://example.com HTTP/1.1\r\n" + H + b"\r\n",
+	    check=want(0, path="/", headers={"host": "example.com"}),
+	    rfc="RFC 9112 3.2.1: an empty path is sent as /")
 	c("hop-by-hop", "fields named in Connection, and Keep-Alive, are "
 	    "not forwarded",
 	    req("GET", "/c/hop", [("Connection", "keep-alive, X-Hop"),
@@ -421,11 +438,14 @@ def malformed(ctx):
 	    b"CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n",
 	    statuses=(501,), alt=[Outcome((400,), "closed", 0),
 	    Outcome((405,), "closed", 0), Outcome((405,), "open", 0)])
-	m("absolute-form", "absolute-form target (a forward-proxy request)",
-	    b"GET http://example.com/m HTTP/1.1\r\n" + H + b"\r\n",
-	    alt=[Outcome((200,), "open", 1, want(0, path="/m"))],
-	    rfc="RFC 9112 3.2.2: a server MUST accept it; we refuse "
-	    "(docs/http.md)")
+	m("absolute-userinfo", "absolute-form with userinfo in the authority",
+	    b"GET http://u@example.com/m HTTP/1.1\r\n" + H + b"\r\n",
+	    rfc="RFC 9110 4.2.4: a sender MUST NOT send userinfo in http")
+	m("absolute-scheme", "absolute-form with a scheme other than http(s)",
+	    b"GET ftp://example.com/m HTTP/1.1\r\n" + H + b"\r\n")
+	m("absolute-no-host", "absolute-form with an empty authority",
+	    b"GET http:///m HTTP/1.1\r\n" + H + b"\r\n",
+	    rfc="RFC 9110 4.2.1: an http URI with an empty host is invalid")
 	m("fragment", "a target with a fragment",
 	    b"GET /m#frag HTTP/1.1\r\n" + H + b"\r\n")
 	m("space-target", "a space inside the target",

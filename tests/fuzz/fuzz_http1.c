@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "http1.h"
+#include "tchar.h"
 
 int	LLVMFuzzerTestOneInput(const uint8_t *, size_t);
 
@@ -63,15 +64,6 @@ mix_int(struct run *r, int64_t v)
 	mix(r, &v, sizeof v);
 }
 
-static int
-is_tchar(unsigned char c)
-{
-	if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
-	    (c >= '0' && c <= '9'))
-		return 1;
-	return c != '\0' && strchr("!#$%&'*+-.^_`|~", c) != NULL;
-}
-
 static void
 check_head(const struct http1_request *q)
 {
@@ -98,7 +90,7 @@ check_head(const struct http1_request *q)
 		    strlen(f->value) != f->value_len)
 			abort();
 		for (j = 0; j < f->name_len; j++)
-			if (!is_tchar((unsigned char)f->name[j]))
+			if (!tchar_is((unsigned char)f->name[j]))
 				abort();
 		for (j = 0; j < f->value_len; j++) {
 			unsigned char c = f->value[j];

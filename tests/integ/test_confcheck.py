@@ -63,6 +63,25 @@ class ConfCheck(unittest.TestCase):
 		self.assertIn(path, err)
 		self.assertIn("deployments.echo.spawn.replicas", err)
 
+	def test_bad_cidr_names_file_line_and_key(self):
+		c = self.conf(trusted_proxies=["10.0.0.0/8", "10.1.2.3/8"])
+		path = self.write(json.dumps(c, indent=2))
+		line = [i + 1 for i, l in enumerate(open(path))
+		    if '"10.1.2.3/8"' in l][0]
+		rc, err = check(path)
+		self.assertEqual(rc, 1, err)
+		self.assertIn("%s:%d: trusted_proxies[1]: bad CIDR" % (path, line),
+		    err)
+		for bad in ("300.0.0.1", "::1/129", "10.0.0.0/", "fe80::/x", 7):
+			c = self.conf(trusted_proxies=[bad])
+			rc, err = check(self.write(json.dumps(c, indent=2)))
+			self.assertEqual(rc, 1, (bad, err))
+			self.assertIn("trusted_proxies[0]", err)
+		c = self.conf(trusted_proxies=["192.168.0.0/16", "fd00::/8",
+		    "::1", "127.0.0.1"])
+		rc, err = check(self.write(json.dumps(c, indent=2)))
+		self.assertEqual(rc, 0, err)
+
 	def test_negative_value_names_key_path(self):
 		c = self.conf()
 		c["limits"]["max_body"] = -5

@@ -32,7 +32,10 @@ VECTORS = [
 	    b"0\r\n\r\n",
 	b"GET /echo/s HTTP/1.1\nHost: x\n\n",
 	b"GET /echo/s HTTP/1.1\r\nHost: x\r\nX: a\rGET /echo/smuggled\r\n\r\n",
-	b"GET http://x/echo/s HTTP/1.1\r\nHost: x\r\n\r\n",
+	# Absolute-form is accepted (RFC 9112 3.2.2), but not with userinfo
+	# or another scheme.
+	b"GET http://u@x/echo/s HTTP/1.1\r\nHost: x\r\n\r\n",
+	b"GET ftp://x/echo/s HTTP/1.1\r\nHost: x\r\n\r\n",
 ]
 
 

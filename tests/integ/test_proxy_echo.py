@@ -162,6 +162,41 @@ class Echo(unittest.TestCase):
 			self.assertEqual(xff, ["10.1.2.3", "127.0.0.1"], h)
 			self.assertEqual(h.get("x-forwarded-proto"), "http")
 
+	def test_absolute_form(self):
+		# RFC 9112 3.2.2: the authority routes and is the replica's
+		# host; the replica sees the origin-form.
+		over = {"routes": [
+			{"prefix": "/", "deployment": "hello",
+			    "host": "hello.test"},
+			{"prefix": "/", "deployment": "echo"},
+		]}
+		with Daemon(over) as d:
+			with d.conn() as c:
+				c.send(b"GET http://hello.test/x HTTP/1.1\r\n"
+				    b"Host: other.test\r\n\r\n")
+				r = c.read_response()
+				self.assertEqual(r.status, 200, r)
+				self.assertEqual(r.body, b"Hello world!")
+				c.send(b"GET HTTP://echo.test:8000/echo/abs?q=1 "
+				    b"HTTP/1.1\r\nHost: hello.test\r\n\r\n")
+				r = c.read_response()
+				self.assertEqual(r.status, 200, r)
+				j = r.json()
+				self.assertEqual(j["path"], "/echo/abs")
+				self.assertEqual(j["query"], "q=1")
+				self.assertEqual(j["headers"].get("host"),
+				    "echo.test:8000")
+				c.send(b"GET http://echo.test?z HTTP/1.0\r\n\r\n")
+				j = c.read_response().json()
+				self.assertEqual(j["path"], "/")
+				self.assertEqual(j["query"], "z")
+				self.assertEqual(j["headers"].get("host"),
+				    "echo.test")
+			with d.conn() as c:
+				c.send(b"GET http://u@echo.test/ HTTP/1.1\r\n"
+				    b"Host: echo.test\r\n\r\n")
+				self.assertEqual(c.read_response().status, 400)
+
 	def test_forwarded_for_added(self):
 		with Daemon() as d:
 			r = d.request("GET", "/echo/xff")

@@ -707,11 +707,56 @@ END_TEST
 
 START_TEST(reject_target_form)
 {
-	expect_reject_why("GET http://a/b HTTP/1.1\r\nHost: a\r\n\r\n", 400,
-	    "request target not in origin-form");
 	expect_reject_why("GET * HTTP/1.1\r\nHost: a\r\n\r\n", 400,
 	    "request target not in origin-form");
 	expect_reject("GET a/b HTTP/1.1\r\nHost: a\r\n\r\n", 400);
+	/* Absolute-form: only http(s), a valid authority, no userinfo. */
+	expect_reject_why("GET ftp://a/b HTTP/1.1\r\nHost: a\r\n\r\n", 400,
+	    "request target scheme not http");
+	expect_reject_why("GET http://u@a/b HTTP/1.1\r\nHost: a\r\n\r\n",
+	    400, "userinfo in request target");
+	expect_reject_why("GET http://u:p@a/b HTTP/1.1\r\nHost: a\r\n\r\n",
+	    400, "userinfo in request target");
+	expect_reject("GET http:///b HTTP/1.1\r\nHost: a\r\n\r\n", 400);
+	expect_reject("GET http://a%2fb|/ HTTP/1.1\r\nHost: a\r\n\r\n",
+	    400);
+	expect_reject("GET http:/a/b HTTP/1.1\r\nHost: a\r\n\r\n", 400);
+	ck_assert_int_eq(R.heads, 0);
+}
+END_TEST
+
+/* RFC 9112 3.2.2: the authority stands for Host, the path is forwarded. */
+START_TEST(absolute_form)
+{
+	ck_assert_int_eq(run("GET http://b.example:8000/p/a?q=1 HTTP/1.1\r\n"
+	    "Host: a.example\r\n\r\n"), HTTP1_MORE);
+	ck_assert_int_eq(R.dones, 1);
+	ck_assert_str_eq(R.target, "/p/a?q=1");
+	ck_assert_uint_eq(R.path_len, 4);
+	ck_assert_str_eq(R.host, "b.example:8000");
+	ck_assert_str_eq(R.value[0], "a.example");	/* the field as sent */
+	ck_assert_int_eq(run("GET HTTPS://b?x HTTP/1.1\r\nHost: b\r\n\r\n"),
+	    HTTP1_MORE);
+	ck_assert_str_eq(R.target, "/?x");
+	ck_assert_uint_eq(R.path_len, 1);
+	ck_assert_str_eq(R.host, "b");
+	ck_assert_int_eq(run("GET http://[::1]:80 HTTP/1.0\r\n\r\n"),
+	    HTTP1_MORE);
+	ck_assert_str_eq(R.target, "/");
+	ck_assert_str_eq(R.host, "[::1]:80");
+	/* Host is still required on HTTP/1.1, and still checked. */
+	expect_reject_why("GET http://a/ HTTP/1.1\r\n\r\n", 400,
+	    "missing Host");
+	expect_reject_why("GET http://a/ HTTP/1.1\r\nHost: a/b\r\n\r\n", 400,
+	    "invalid Host");
+	expect_reject_why("GET http://a/ HTTP/1.1\r\nHost: a\r\nHost: a\r\n"
+	    "\r\n", 400, "multiple Host");
+	/* Pipelined after an absolute-form request: the arena is reused. */
+	ck_assert_int_eq(run("GET http://x/1 HTTP/1.1\r\nHost: x\r\n\r\n"
+	    GET11 "\r\n"), HTTP1_MORE);
+	ck_assert_int_eq(R.dones, 2);
+	ck_assert_str_eq(R.target, "/");
+	ck_assert_str_eq(R.host, "a");
 }
 END_TEST
 
@@ -1252,6 +1297,7 @@ http1_suite(void)
 	tcase_add_test(t, chunked_case_insensitive);
 	tcase_add_test(t, head_request);
 	tcase_add_test(t, options_star);
+	tcase_add_test(t, absolute_form);
 	tcase_add_test(t, http10_no_host);
 	tcase_add_test(t, leading_empty_lines);
 	tcase_add_test(t, upgrade_ignored);
