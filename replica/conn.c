@@ -131,69 +131,6 @@ send_goaway(struct conn *c)
 	return out_commit(c, &v, size);
 }
 
-/* The stream table: chained buckets, ids are sequential so a mask does. */
-
-struct replica_req *
-tab_find(struct conn *c, uint32_t stream)
-{
-	struct replica_req *q;
-
-	for (q = c->tab[stream & (c->tabsize - 1)]; q != NULL; q = q->hnext)
-		if (q->stream == stream)
-			return q;
-	return NULL;
-}
-
-static int
-tab_grow(struct conn *c)
-{
-	struct replica_req **tab, *q, *next;
-	size_t		     size = c->tabsize * 2, i;
-
-	if ((tab = calloc(size, sizeof *tab)) == NULL)
-		return -1;
-	for (i = 0; i < c->tabsize; i++) {
-		for (q = c->tab[i]; q != NULL; q = next) {
-			next = q->hnext;
-			q->hnext = tab[q->stream & (size - 1)];
-			tab[q->stream & (size - 1)] = q;
-		}
-	}
-	free(c->tab);
-	c->tab = tab;
-	c->tabsize = size;
-	return 0;
-}
-
-int
-tab_insert(struct conn *c, struct replica_req *q)
-{
-	size_t	b;
-
-	if (c->nreqs >= c->tabsize && tab_grow(c) != 0)
-		return -1;
-	b = q->stream & (c->tabsize - 1);
-	q->hnext = c->tab[b];
-	c->tab[b] = q;
-	c->nreqs++;
-	return 0;
-}
-
-void
-tab_remove(struct conn *c, struct replica_req *q)
-{
-	struct replica_req **pp;
-
-	for (pp = &c->tab[q->stream & (c->tabsize - 1)]; *pp != NULL;
-	    pp = &(*pp)->hnext) {
-		if (*pp == q) {
-			*pp = q->hnext;
-			c->nreqs--;
-			return;
-		}
-	}
-}
-
 int
 frame_hello(struct conn *c, const struct wire_frame *f, const char **why)
 {
@@ -279,7 +216,7 @@ conn_free(struct conn *c)
 	close(c->fd);
 	evbuffer_free(c->out);
 	free(c->in);
-	free(c->tab);
+	idtab_clear(&c->streams);
 	free(c);
 }
 
@@ -288,11 +225,11 @@ static void
 conn_cancel_all(struct conn *c)
 {
 	struct replica_req *q;
-	size_t		    i;
 
-	for (i = 0; i < c->tabsize; i++)
-		while ((q = c->tab[i]) != NULL && !q->cancelled)
-			req_cancel(q);
+	/* Popped first: a req the handler holds (busy) is freed later, and
+	 * its idtab_del() then finds nothing. */
+	while ((q = idtab_pop(&c->streams, NULL)) != NULL)
+		req_cancel(q);
 }
 
 /* Close now: output not yet written is dropped. */
@@ -480,14 +417,12 @@ conn_new(struct replica *r, int fd)
 	c->r = r;
 	c->fd = fd;
 	c->incap = IN_DEFAULT;
-	c->tabsize = TAB_MIN;
 	c->in = malloc(c->incap);
-	c->tab = calloc(c->tabsize, sizeof *c->tab);
 	c->out = evbuffer_new();
 	c->rev = event_new(r->base, fd, EV_READ | EV_PERSIST, conn_read_cb, c);
 	c->wev = event_new(r->base, fd, EV_WRITE | EV_PERSIST, conn_write_cb,
 	    c);
-	if (c->in == NULL || c->tab == NULL || c->out == NULL ||
+	if (c->in == NULL || c->out == NULL ||
 	    c->rev == NULL || c->wev == NULL || event_add(c->rev, NULL) != 0) {
 		if (c->rev != NULL)
 			event_free(c->rev);
@@ -496,7 +431,6 @@ conn_new(struct replica *r, int fd)
 		if (c->out != NULL)
 			evbuffer_free(c->out);
 		free(c->in);
-		free(c->tab);
 		free(c);
 		return NULL;
 	}

@@ -21,6 +21,7 @@
 #include <event2/event.h>
 #include <event2/listener.h>
 
+#include "idtab.h"
 #include "replica.h"
 #include "wire.h"
 
@@ -30,7 +31,6 @@
 #define IN_DEFAULT	(WIRE_HEADER_SIZE + WIRE_MAX_DATA)
 #define OUT_HIGH	(8u << 20)	/* stop reading above this much output */
 #define OUT_LOW		(1u << 20)	/* and resume below this */
-#define TAB_MIN		16		/* stream table buckets */
 #define CLOSE_TIMEOUT	5		/* seconds to flush a last ERROR */
 
 struct conn;
@@ -42,7 +42,6 @@ struct req_hdr {
 
 struct replica_req {
 	struct conn	*c;
-	struct replica_req *hnext;	/* stream table chain */
 	uint32_t	 stream;
 	uint32_t	 deadline_ms;
 	unsigned	 conn_pings;
@@ -90,9 +89,7 @@ struct conn {
 	size_t		 inlen;
 	size_t		 incap;
 	struct evbuffer	*out;
-	struct replica_req **tab;
-	size_t		 tabsize;	/* power of two */
-	size_t		 nreqs;
+	struct idtab	 streams;	/* stream id -> struct replica_req */
 	uint32_t	 last_stream;	/* highest REQUEST stream seen */
 	unsigned	 pings;
 	int		 busy;		/* processing input */
@@ -133,9 +130,6 @@ int	 send_hello(struct conn *);
 int	 send_error(struct conn *, uint32_t, uint32_t, const char *);
 int	 send_small(struct conn *, const uint8_t *, size_t);
 int	 send_goaway(struct conn *);
-struct replica_req *tab_find(struct conn *, uint32_t);
-int	 tab_insert(struct conn *, struct replica_req *);
-void	 tab_remove(struct conn *, struct replica_req *);
 int	 frame_hello(struct conn *, const struct wire_frame *, const char **);
 int	 frame_ping(struct conn *, const struct wire_frame *, const char **);
 void	 conn_close(struct conn *);

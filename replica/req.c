@@ -75,7 +75,7 @@ req_free(struct replica_req *q)
 	struct conn	*c = q->c;
 	struct replica	*r = c->r;
 
-	tab_remove(c, q);
+	idtab_del(&c->streams, q->stream);
 	if (q->body != NULL)
 		evbuffer_free(q->body);
 	if (q->pending != NULL)
@@ -192,7 +192,7 @@ frame_request(struct conn *c, const struct wire_frame *f, const char **why)
 		    "over max_concurrency");
 	if ((q = req_new(c, f->stream, &w)) == NULL)
 		return refuse(c, f->stream, WIRE_CODE_INTERNAL, "out of memory");
-	if (tab_insert(c, q) != 0) {
+	if (idtab_put(&c->streams, q->stream, q) != 0) {
 		free(q);
 		return refuse(c, f->stream, WIRE_CODE_INTERNAL, "out of memory");
 	}
@@ -213,7 +213,7 @@ frame_body(struct conn *c, const struct wire_frame *f, const char **why)
 {
 	struct replica_req *q;
 
-	if ((q = tab_find(c, f->stream)) == NULL)
+	if ((q = idtab_get(&c->streams, f->stream)) == NULL)
 		return 0;
 	if (q->in_done) {
 		*why = "DATA after END";
@@ -259,7 +259,7 @@ frame_cancel(struct conn *c, const struct wire_frame *f, const char **why)
 		return -1;
 	} else
 		code = e.code;
-	if ((q = tab_find(c, f->stream)) != NULL) {
+	if ((q = idtab_get(&c->streams, f->stream)) != NULL) {
 		if (!q->cancelled)
 			q->cancel_code = code;
 		req_cancel(q);
@@ -288,7 +288,7 @@ frame_other(struct conn *c, const struct wire_frame *f, const char **why)
 	case WIRE_WINDOW:
 		/* Stream credit; WINDOW on stream 0 is reserved in v1. */
 		if ((rc = wire_decode_window(f, &u)) == WIRE_OK &&
-		    f->stream != 0 && (q = tab_find(c, f->stream)) != NULL &&
+		    f->stream != 0 && (q = idtab_get(&c->streams, f->stream)) != NULL &&
 		    req_on_window(q, u) != 0) {
 			*why = "out of memory";
 			return -1;
