@@ -151,6 +151,8 @@ replica_new(struct event_base *base, int argc, char **argv,
 	r->base = base;
 	r->h = *h;
 	r->arg = arg;
+	r->ops = &req_conn_ops;
+	r->drained = replica_drained;
 	LIST_INIT(&r->conns);
 	r->sigterm = evsignal_new(base, SIGTERM, signal_cb, r);
 	r->sigint = evsignal_new(base, SIGINT, signal_cb, r);

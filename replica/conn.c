@@ -28,7 +28,13 @@
 
 #include "replica_impl.h"
 
-static void	conn_want_flush(struct conn *);
+static void	conn_read_cb(void *);
+static void	conn_drained_cb(void *);
+static void	conn_error_cb(void *, int);
+
+static const struct sock_cbs conn_sock_cbs = {
+	conn_read_cb, conn_drained_cb, NULL, conn_error_cb,
+};
 
 void
 replica_log(struct replica *r, const char *fmt, ...)
@@ -47,7 +53,8 @@ replica_log(struct replica *r, const char *fmt, ...)
 uint8_t *
 out_reserve(struct conn *c, size_t size, struct evbuffer_iovec *v)
 {
-	if (evbuffer_reserve_space(c->out, (ev_ssize_t)size, v, 1) != 1 ||
+	if (evbuffer_reserve_space(sock_output(c->sock), (ev_ssize_t)size, v,
+	    1) != 1 ||
 	    v->iov_len < size)
 		return NULL;
 	return v->iov_base;
@@ -57,10 +64,7 @@ int
 out_commit(struct conn *c, struct evbuffer_iovec *v, size_t size)
 {
 	v->iov_len = size;
-	if (evbuffer_commit_space(c->out, v, 1) != 0)
-		return -1;
-	conn_want_flush(c);
-	return 0;
+	return evbuffer_commit_space(sock_output(c->sock), v, 1);
 }
 
 int
@@ -108,10 +112,7 @@ send_error(struct conn *c, uint32_t stream, uint32_t code, const char *text)
 int
 send_small(struct conn *c, const uint8_t *frame, size_t n)
 {
-	if (evbuffer_add(c->out, frame, n) != 0)
-		return -1;
-	conn_want_flush(c);
-	return 0;
+	return evbuffer_add(sock_output(c->sock), frame, n);
 }
 
 int
@@ -184,16 +185,9 @@ conn_frame(struct conn *c, const struct wire_frame *f, const char **why)
 		return frame_hello(c, f, why);
 	case WIRE_PING:
 		return frame_ping(c, f, why);
-	case WIRE_REQUEST:
-		return frame_request(c, f, why);
-	case WIRE_DATA:
-	case WIRE_END:
-		return frame_body(c, f, why);
-	case WIRE_CANCEL:
-		return frame_cancel(c, f, why);
 	case WIRE_ERROR:
 		if (f->stream != 0)
-			return frame_cancel(c, f, why);
+			break;
 		/* Fatal from the peer: it closes, so do we, silently. */
 		if (wire_decode_error(f, &e) == WIRE_OK)
 			replica_log(c->r, "peer error %s: %.*s",
@@ -201,8 +195,10 @@ conn_frame(struct conn *c, const struct wire_frame *f, const char **why)
 		c->dead = 1;
 		return 0;
 	default:
-		return frame_other(c, f, why);
+		break;
 	}
+	/* Streams, and what is left, are the layer above's. */
+	return c->r->ops->stream_frame(c, f, why);
 }
 
 /* Connections. */
@@ -211,11 +207,9 @@ static void
 conn_free(struct conn *c)
 {
 	LIST_REMOVE(c, entry);
-	event_free(c->rev);
-	event_free(c->wev);
-	close(c->fd);
-	evbuffer_free(c->out);
-	free(c->in);
+	sock_free(c->sock);	/* deferred when inside its callback */
+	if (c->closer != NULL)
+		event_free(c->closer);
 	idtab_clear(&c->streams);
 	free(c);
 }
@@ -229,7 +223,7 @@ conn_cancel_all(struct conn *c)
 	/* Popped first: a req the handler holds (busy) is freed later, and
 	 * its idtab_del() then finds nothing. */
 	while ((q = idtab_pop(&c->streams, NULL)) != NULL)
-		req_cancel(q);
+		c->r->ops->cancel(q);
 }
 
 /* Close now: output not yet written is dropped. */
@@ -245,22 +239,31 @@ conn_close(struct conn *c)
 	conn_free(c);
 }
 
-/* Close once the last frames (an ERROR, a GOAWAY) are out, or time out. */
+static void
+conn_closer_cb(evutil_socket_t fd, short what, void *arg)
+{
+	conn_free(arg);		/* a peer that never reads */
+}
+
+/*
+ * Close once the last frames (an ERROR, a GOAWAY) are out, or time out:
+ * reading stops and the drained callback, now at zero bytes, frees.
+ */
 static void
 conn_close_after_flush(struct conn *c)
 {
 	struct timeval	tv = { CLOSE_TIMEOUT, 0 };
 
 	c->state = CONN_CLOSING;
-	if (c->reading) {
-		event_del(c->rev);
-		c->reading = 0;
-	}
+	sock_read_enable(c->sock, 0);
 	conn_cancel_all(c);
-	if (c->writing)
-		event_add(c->wev, &tv);	/* a peer that never reads */
-	else
-		conn_want_flush(c);
+	if (sock_output_len(c->sock) == 0 || (c->closer = evtimer_new(
+	    c->r->base, conn_closer_cb, c)) == NULL ||
+	    evtimer_add(c->closer, &tv) != 0) {
+		conn_close(c);
+		return;
+	}
+	sock_set_limits(c->sock, IN_MAX, 0);
 }
 
 static void
@@ -272,73 +275,63 @@ conn_protocol_error(struct conn *c, const char *why)
 }
 
 static void
-conn_want_flush(struct conn *c)
-{
-	if (c->flushing || c->writing)
-		return;
-	c->flushing = 1;
-	event_active(c->wev, EV_WRITE, 1);
-}
-
-static void
-conn_read_pause(struct conn *c, int pause)
-{
-	if (pause && c->reading) {
-		event_del(c->rev);
-		c->reading = 0;
-	} else if (!pause && !c->reading && c->state != CONN_CLOSING) {
-		event_add(c->rev, NULL);
-		c->reading = 1;
-	}
-}
-
-static void
-conn_write_cb(evutil_socket_t fd, short what, void *arg)
+conn_drained_cb(void *arg)
 {
 	struct conn	*c = arg;
-	struct timeval	 tv = { CLOSE_TIMEOUT, 0 };
-	size_t		 left;
 
-	c->flushing = 0;
-	if ((what & EV_TIMEOUT) && c->state == CONN_CLOSING) {
-		conn_free(c);
-		return;
-	}
-	if (evbuffer_write(c->out, fd) < 0 && errno != EAGAIN &&
-	    errno != EINTR) {
-		conn_close(c);
-		return;
-	}
-	if ((left = evbuffer_get_length(c->out)) == 0) {
-		if (c->writing) {
-			event_del(c->wev);
-			c->writing = 0;
-		}
-		if (c->state == CONN_CLOSING) {
+	if (c->state == CONN_CLOSING) {
+		if (sock_output_len(c->sock) == 0)
 			conn_free(c);
-			return;
-		}
-	} else if (!c->writing) {
-		event_add(c->wev, c->state == CONN_CLOSING ? &tv : NULL);
-		c->writing = 1;
+		return;
 	}
-	if (left < OUT_LOW)
-		conn_read_pause(c, 0);
+	sock_read_enable(c->sock, 1);
 }
 
-/* Decode and dispatch every whole frame in the input buffer. */
+static void
+conn_error_cb(void *arg, int eof)
+{
+	conn_close(arg);
+}
+
+/*
+ * The next whole frame at the front of the input, contiguous: the first
+ * chain usually holds it (no copy); a frame across chains is pulled up.
+ */
+static int
+conn_next_frame(struct evbuffer *in, struct wire_frame *f, size_t *need)
+{
+	size_t	 len = evbuffer_get_length(in);
+	size_t	 have = evbuffer_get_contiguous_space(in);
+	uint8_t	*p;
+	int	 rc;
+
+	*need = WIRE_HEADER_SIZE;
+	if (len < WIRE_HEADER_SIZE)
+		return WIRE_NEED_MORE;
+	/* At most twice round: the header, then the whole frame. */
+	for (;;) {
+		if ((p = evbuffer_pullup(in, (ev_ssize_t)have)) == NULL)
+			return WIRE_NEED_MORE;	/* no memory: retried later */
+		rc = wire_decode_frame(p, have, f, need);
+		if (rc != WIRE_NEED_MORE || *need > len)
+			return rc;
+		have = *need;
+	}
+}
+
+/* Decode and dispatch every whole frame in the input. */
 static void
 conn_process(struct conn *c)
 {
+	struct evbuffer	 *in = sock_input(c->sock);
 	struct wire_frame f;
 	const char	 *why = NULL;
-	size_t		  off = 0, need = 0;
-	uint8_t		 *p;
-	int		  rc = WIRE_OK;
+	size_t		  need = 0;
+	int		  rc;
 
 	c->busy = 1;
 	while (!c->dead && c->state != CONN_CLOSING) {
-		rc = wire_decode_frame(c->in + off, c->inlen - off, &f, &need);
+		rc = conn_next_frame(in, &f, &need);
 		if (rc == WIRE_NEED_MORE)
 			break;
 		if (rc != WIRE_OK) {
@@ -351,7 +344,7 @@ conn_process(struct conn *c)
 			break;
 		}
 		why = NULL;
-		off += need;
+		evbuffer_drain(in, need);
 	}
 	c->busy = 0;
 	if (c->dead) {
@@ -362,51 +355,17 @@ conn_process(struct conn *c)
 		conn_protocol_error(c, why);
 		return;
 	}
-	if (c->state == CONN_CLOSING)
-		return;
-	if (off != 0) {
-		memmove(c->in, c->in + off, c->inlen - off);
-		c->inlen -= off;
-	}
-	if (rc == WIRE_NEED_MORE && need > c->incap) {
-		/* A frame bigger than the buffer; decode_frame bounded need. */
-		if ((p = realloc(c->in, need)) == NULL) {
-			conn_protocol_error(c, "out of memory");
-			return;
-		}
-		c->in = p;
-		c->incap = need;
-	} else if (c->inlen == 0 && c->incap > IN_DEFAULT &&
-	    (p = realloc(c->in, IN_DEFAULT)) != NULL) {
-		c->in = p;
-		c->incap = IN_DEFAULT;
-	}
-	if (evbuffer_get_length(c->out) > OUT_HIGH)
-		conn_read_pause(c, 1);
+	if (c->state != CONN_CLOSING && sock_output_len(c->sock) > OUT_HIGH)
+		sock_read_enable(c->sock, 0);
 }
 
 static void
-conn_read_cb(evutil_socket_t fd, short what, void *arg)
+conn_read_cb(void *arg)
 {
-	struct conn	*c = arg;
-	ssize_t		 n;
-
-	/* conn_process() leaves room for the rest of any partial frame. */
-	if (c->inlen == c->incap) {
-		conn_protocol_error(c, "input buffer full");
-		return;
-	}
-	n = read(fd, c->in + c->inlen, c->incap - c->inlen);
-	if (n < 0 && (errno == EAGAIN || errno == EINTR))
-		return;
-	if (n <= 0) {
-		conn_close(c);
-		return;
-	}
-	c->inlen += (size_t)n;
-	conn_process(c);
+	conn_process(arg);
 }
 
+/* The connection owns fd from here on, unless this fails. */
 struct conn *
 conn_new(struct replica *r, int fd)
 {
@@ -415,27 +374,13 @@ conn_new(struct replica *r, int fd)
 	if ((c = calloc(1, sizeof *c)) == NULL)
 		return NULL;
 	c->r = r;
-	c->fd = fd;
-	c->incap = IN_DEFAULT;
-	c->in = malloc(c->incap);
-	c->out = evbuffer_new();
-	c->rev = event_new(r->base, fd, EV_READ | EV_PERSIST, conn_read_cb, c);
-	c->wev = event_new(r->base, fd, EV_WRITE | EV_PERSIST, conn_write_cb,
-	    c);
-	if (c->in == NULL || c->out == NULL ||
-	    c->rev == NULL || c->wev == NULL || event_add(c->rev, NULL) != 0) {
-		if (c->rev != NULL)
-			event_free(c->rev);
-		if (c->wev != NULL)
-			event_free(c->wev);
-		if (c->out != NULL)
-			evbuffer_free(c->out);
-		free(c->in);
+	if ((c->sock = sock_new(r->base, fd, &conn_sock_cbs, c)) == NULL) {
 		free(c);
 		return NULL;
 	}
-	c->reading = 1;
+	/* A whole frame fits (decode_frame bounds it); pause above OUT_HIGH
+	 * until the output is back at OUT_LOW. */
+	sock_set_limits(c->sock, IN_MAX, OUT_LOW);
 	LIST_INSERT_HEAD(&r->conns, c, entry);
 	return c;
 }
-

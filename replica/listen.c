@@ -2,19 +2,16 @@
  * listen.c -- accepting, listening and stopping for the replica
  * library: GOAWAY, drain, close on SIGTERM or SIGINT.
  */
-#include <sys/stat.h>
-
 #include <netinet/in.h>
-#include <netinet/tcp.h>
 #include <arpa/inet.h>
 
 #include <errno.h>
-#include <netdb.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "net.h"
 #include "replica_impl.h"
 
 static void
@@ -23,10 +20,9 @@ accept_cb(struct evconnlistener *lev, evutil_socket_t fd,
 {
 	struct replica	*r = arg;
 	struct conn	*c;
-	int		 one = 1;
 
 	if (sa->sa_family == AF_INET || sa->sa_family == AF_INET6)
-		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+		net_nodelay(fd);
 	if ((c = conn_new(r, fd)) == NULL) {
 		close(fd);
 		return;
@@ -59,65 +55,6 @@ accept_error_cb(struct evconnlistener *lev, void *arg)
 
 /* Listening. */
 
-static int
-parse_unix(const char *path, struct sockaddr_un *sun, char *err,
-    size_t errlen)
-{
-	memset(sun, 0, sizeof *sun);
-	sun->sun_family = AF_UNIX;
-	if (*path == '\0' || strlen(path) >= sizeof sun->sun_path) {
-		snprintf(err, errlen, "bad unix socket path \"%s\"", path);
-		return -1;
-	}
-	memcpy(sun->sun_path, path, strlen(path));
-	return 0;
-}
-
-/* host:port or [v6]:port, resolved once at start-up. */
-static int
-parse_inet(const char *addr, struct sockaddr_storage *ss, socklen_t *len,
-    char *err, size_t errlen)
-{
-	struct addrinfo	 hints, *res;
-	char		 host[256];
-	const char	*colon, *h = addr;
-	size_t		 hlen;
-	int		 rc;
-
-	if ((colon = strrchr(addr, ':')) == NULL || colon[1] == '\0') {
-		snprintf(err, errlen, "bad address \"%s\": no port", addr);
-		return -1;
-	}
-	hlen = (size_t)(colon - addr);
-	if (*addr == '[') {
-		if (hlen < 2 || addr[hlen - 1] != ']') {
-			snprintf(err, errlen, "bad address \"%s\"", addr);
-			return -1;
-		}
-		h = addr + 1;
-		hlen -= 2;
-	}
-	if (hlen >= sizeof host) {
-		snprintf(err, errlen, "bad address \"%s\"", addr);
-		return -1;
-	}
-	memcpy(host, h, hlen);
-	host[hlen] = '\0';
-	memset(&hints, 0, sizeof hints);
-	hints.ai_family = AF_UNSPEC;
-	hints.ai_socktype = SOCK_STREAM;
-	hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
-	if ((rc = getaddrinfo(hlen != 0 ? host : NULL, colon + 1, &hints,
-	    &res)) != 0) {
-		snprintf(err, errlen, "%s: %s", addr, gai_strerror(rc));
-		return -1;
-	}
-	memcpy(ss, res->ai_addr, res->ai_addrlen);
-	*len = res->ai_addrlen;
-	freeaddrinfo(res);
-	return 0;
-}
-
 static void
 inet_text(const struct sockaddr_storage *ss, char *buf, size_t len)
 {
@@ -136,47 +73,24 @@ inet_text(const struct sockaddr_storage *ss, char *buf, size_t len)
 	}
 }
 
+/* Parsing, binding and stale-socket removal are net.c's, as for ingressd. */
 int
 replica_listen(struct replica *r, const char *addr, char *err, size_t errlen)
 {
-	struct sockaddr_storage ss;
-	struct stat	 st;
-	socklen_t	 len;
-	int		 fd, one = 1, is_unix;
+	struct net_addr	 na;
+	socklen_t	 len = sizeof na.ss;
+	int		 fd;
 
-	memset(&ss, 0, sizeof ss);
-	is_unix = strncmp(addr, "unix:", 5) == 0;
-	if (is_unix) {
-		if (parse_unix(addr + 5, (struct sockaddr_un *)&ss, err,
-		    errlen) != 0)
-			return -1;
-		len = sizeof(struct sockaddr_un);
-		/* Only a socket is stale; never unlink anything else. */
-		if (lstat(addr + 5, &st) == 0 && S_ISSOCK(st.st_mode))
-			unlink(addr + 5);
-	} else if (parse_inet(addr, &ss, &len, err, errlen) != 0)
+	if (net_addr_parse(addr, &na, err, errlen) != 0 ||
+	    (fd = net_listen(&na, 0, err, errlen)) == -1)
 		return -1;
-	fd = socket(ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC,
-	    0);
-	if (fd == -1) {
-		snprintf(err, errlen, "socket: %s", strerror(errno));
-		return -1;
-	}
-	if (!is_unix)
-		setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-	if (bind(fd, (struct sockaddr *)&ss, len) != 0 ||
-	    listen(fd, 1024) != 0) {
-		snprintf(err, errlen, "%s: %s", addr, strerror(errno));
-		close(fd);
-		return -1;
-	}
-	if (is_unix) {
-		snprintf(r->unix_path, sizeof r->unix_path, "%s", addr + 5);
+	if (net_addr_is_unix(&na)) {
+		snprintf(r->unix_path, sizeof r->unix_path, "%s",
+		    ((struct sockaddr_un *)&na.ss)->sun_path);
 		snprintf(r->address, sizeof r->address, "%s", addr);
 	} else {
-		len = sizeof ss;
-		getsockname(fd, (struct sockaddr *)&ss, &len);
-		inet_text(&ss, r->address, sizeof r->address);
+		getsockname(fd, (struct sockaddr *)&na.ss, &len);
+		inet_text(&na.ss, r->address, sizeof r->address);
 	}
 	r->lev = evconnlistener_new(r->base, accept_cb, r,
 	    LEV_OPT_CLOSE_ON_FREE | LEV_OPT_CLOSE_ON_EXEC, 0, fd);
@@ -206,8 +120,7 @@ replica_close_all(struct replica *r)
 	}
 	while ((c = LIST_FIRST(&r->conns)) != NULL) {
 		/* Best effort: whatever the socket takes now. */
-		if (evbuffer_get_length(c->out) != 0)
-			evbuffer_write(c->out, c->fd);
+		sock_write_now(c->sock);
 		conn_close(c);
 	}
 }

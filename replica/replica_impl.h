@@ -23,12 +23,11 @@
 
 #include "idtab.h"
 #include "replica.h"
+#include "sock.h"
 #include "wire.h"
 
-/* The input buffer holds a whole DATA frame as ingressd splits them
- * (WIRE_MAX_DATA): a smaller one was grown and shrunk again for every
- * frame of an upload, an mmap, page faults and a munmap each time. */
-#define IN_DEFAULT	(WIRE_HEADER_SIZE + WIRE_MAX_DATA)
+/* Input is read up to one largest frame ahead: it always fits. */
+#define IN_MAX		(WIRE_HEADER_SIZE + WIRE_MAX_PAYLOAD)
 #define OUT_HIGH	(8u << 20)	/* stop reading above this much output */
 #define OUT_LOW		(1u << 20)	/* and resume below this */
 #define CLOSE_TIMEOUT	5		/* seconds to flush a last ERROR */
@@ -81,26 +80,34 @@ enum conn_state {
 struct conn {
 	struct replica	*r;
 	LIST_ENTRY(conn) entry;
-	int		 fd;
+	struct sock	*sock;
 	enum conn_state	 state;
-	struct event	*rev;
-	struct event	*wev;
-	uint8_t		*in;
-	size_t		 inlen;
-	size_t		 incap;
-	struct evbuffer	*out;
+	struct event	*closer;	/* CONN_CLOSING: give up flushing */
 	struct idtab	 streams;	/* stream id -> struct replica_req */
 	uint32_t	 last_stream;	/* highest REQUEST stream seen */
 	unsigned	 pings;
 	int		 busy;		/* processing input */
 	unsigned	 dead:1;	/* close once not busy */
-	unsigned	 reading:1;	/* rev added */
-	unsigned	 writing:1;	/* wev added */
-	unsigned	 flushing:1;	/* wev activated by hand */
 	unsigned	 goaway:1;	/* we sent GOAWAY */
 };
 
+/*
+ * The layers call down only.  conn.c reaches req.c through these, and
+ * req.c reaches listen.c through replica->drained; replica_new() wires
+ * them.  Each may free the req it is given (see req_maybe_free()).
+ */
+struct conn_ops {
+	/* Every frame but HELLO, PING and a connection ERROR; 0, or -1
+	 * with *why set for a protocol error. */
+	int	(*stream_frame)(struct conn *, const struct wire_frame *,
+		    const char **why);
+	/* The connection is going: the stream is already out of the table. */
+	void	(*cancel)(struct replica_req *);
+};
+
 struct replica {
+	const struct conn_ops *ops;
+	void		(*drained)(struct replica *);	/* stopping, idle */
 	struct event_base *base;
 	struct replica_handler h;
 	void		*arg;
@@ -137,11 +144,7 @@ struct conn *conn_new(struct replica *, int);
 
 /* req.c */
 void	 req_cancel(struct replica_req *);
-int	 frame_request(struct conn *, const struct wire_frame *,
-	    const char **);
-int	 frame_body(struct conn *, const struct wire_frame *, const char **);
-int	 frame_cancel(struct conn *, const struct wire_frame *, const char **);
-int	 frame_other(struct conn *, const struct wire_frame *, const char **);
+extern const struct conn_ops req_conn_ops;
 
 /* listen.c */
 int	 replica_listen(struct replica *, const char *, char *, size_t);

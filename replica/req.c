@@ -83,7 +83,7 @@ req_free(struct replica_req *q)
 	free(q);
 	r->active--;
 	if (r->stopping && r->active == 0)
-		replica_drained(r);
+		r->drained(r);
 }
 
 static size_t
@@ -168,7 +168,7 @@ refuse(struct conn *c, uint32_t stream, uint32_t code, const char *text)
 	return send_error(c, stream, code, text);
 }
 
-int
+static int
 frame_request(struct conn *c, const struct wire_frame *f, const char **why)
 {
 	struct replica	   *r = c->r;
@@ -208,7 +208,7 @@ frame_request(struct conn *c, const struct wire_frame *f, const char **why)
 }
 
 /* DATA or END: frames for streams we do not know are ignored. */
-int
+static int
 frame_body(struct conn *c, const struct wire_frame *f, const char **why)
 {
 	struct replica_req *q;
@@ -242,7 +242,7 @@ frame_body(struct conn *c, const struct wire_frame *f, const char **why)
 	return 0;
 }
 
-int
+static int
 frame_cancel(struct conn *c, const struct wire_frame *f, const char **why)
 {
 	struct replica_req *q;
@@ -268,7 +268,7 @@ frame_cancel(struct conn *c, const struct wire_frame *f, const char **why)
 }
 
 /* Connection-level frames we only validate: PONG, GOAWAY, WINDOW. */
-int
+static int
 frame_other(struct conn *c, const struct wire_frame *f, const char **why)
 {
 	struct replica_req *q;
@@ -304,6 +304,26 @@ frame_other(struct conn *c, const struct wire_frame *f, const char **why)
 	}
 	return 0;
 }
+
+/* Frames on streams, and the connection frames conn.c leaves to us. */
+static int
+req_frame(struct conn *c, const struct wire_frame *f, const char **why)
+{
+	switch (f->type) {
+	case WIRE_REQUEST:
+		return frame_request(c, f, why);
+	case WIRE_DATA:
+	case WIRE_END:
+		return frame_body(c, f, why);
+	case WIRE_CANCEL:
+	case WIRE_ERROR:
+		return frame_cancel(c, f, why);
+	default:
+		return frame_other(c, f, why);
+	}
+}
+
+const struct conn_ops req_conn_ops = { req_frame, req_cancel };
 
 const char *
 replica_id(struct replica *r)
