@@ -50,7 +50,9 @@ LLHTTP_OBJ := $(addprefix $(BUILD)/obj/llhttp/,api.o http.o llhttp.o)
 
 # The replica library (shares src/wire.c) and the example replicas.
 REPLICA_LIB := $(BUILD)/libingressd-replica.a
-REPLICA_OBJ := $(BUILD)/obj/replica/replica.o $(BUILD)/obj/src/wire.o
+REPLICA_OBJ := $(addprefix $(BUILD)/obj/replica/,conn.o req.o listen.o cli.o) \
+	       $(addprefix $(BUILD)/obj/src/,idtab.o net.o sock.o) \
+	       $(BUILD)/obj/src/wire.o
 EXAMPLES := $(patsubst replica/examples/%.c,$(BUILD)/replica-%,\
 	    $(wildcard replica/examples/*.c))
 

@@ -3,10 +3,7 @@
  *
  * Stream ids increase on a connection and are never reused (the protocol
  * says so: a late frame for a cancelled stream can never be mistaken for a
- * new one).  The stream table is an array indexed by id & (nslots - 1):
- * a new id that lands on a busy slot is skipped, and the table doubles
- * when it is half full, so a lookup is one index and one compare.  Growing
- * never collides: ids distinct under a mask stay distinct under a wider one.
+ * new one).  The stream table is an idtab (O(1) lookup, see idtab.h).
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -18,6 +15,7 @@
 
 #include "conf.h"
 #include "handle.h"
+#include "idtab.h"
 #include "log.h"
 #include "monotime.h"
 #include "net.h"
@@ -29,7 +27,6 @@
 #include "wire.h"
 #include "worker.h"
 
-#define UPSTREAM_MIN_SLOTS	64
 #define UPSTREAM_IO_CHUNK	(256 * 1024)
 #define UPSTREAM_LAST_ID	0x7fff0000u	/* then drain and reconnect */
 #define BACKOFF_MIN_MS		20
@@ -61,8 +58,7 @@ struct upstream {
 	uint8_t		 ping_opaque[8];
 	int		 rx;		/* a frame arrived since the last tick */
 
-	struct stream	**slots;	/* [nslots], by id & (nslots - 1) */
-	unsigned	 nslots;	/* a power of two */
+	struct idtab	 streams;	/* id -> struct stream */
 	uint32_t	 next_id;
 	unsigned	 in_flight;
 	unsigned	 cap;		/* min(conf, HELLO) */
@@ -226,7 +222,7 @@ upstream_pool_free(struct worker *w)
 		upstream_close(up);
 		event_free(up->timer);
 		evbuffer_free(up->scratch);
-		free(up->slots);
+		idtab_clear(&up->streams);
 		free(up);
 	}
 	*pool = NULL;
@@ -379,12 +375,8 @@ static void
 upstream_fail_streams(struct upstream *up, uint64_t written, const char *why)
 {
 	struct stream *s;
-	unsigned i;
 
-	for (i = 0; i < up->nslots; i++) {
-		if ((s = up->slots[i]) == NULL)
-			continue;
-		up->slots[i] = NULL;
+	while ((s = idtab_pop(&up->streams, NULL)) != NULL) {
 		up->in_flight--;
 		if (stream_sent_at(s) >= written && stream_retry(s) == 0)
 			continue;
@@ -517,33 +509,10 @@ upstream_timer_cb(evutil_socket_t fd, short ev, void *arg)
 
 /* Streams ---------------------------------------------------------------- */
 
-static int
-upstream_grow_slots(struct upstream *up)
-{
-	unsigned i, n = up->nslots ? up->nslots * 2 : UPSTREAM_MIN_SLOTS;
-	struct stream **ns, *s;
-
-	if ((ns = calloc(n, sizeof(*ns))) == NULL)
-		return -1;
-	for (i = 0; i < up->nslots; i++) {
-		if ((s = up->slots[i]) != NULL)
-			ns[stream_id(s) & (n - 1)] = s;
-	}
-	free(up->slots);
-	up->slots = ns;
-	up->nslots = n;
-	return 0;
-}
-
 static struct stream *
 upstream_lookup(struct upstream *up, uint32_t id)
 {
-	struct stream *s;
-
-	if (up->nslots == 0 || (s = up->slots[id & (up->nslots - 1)]) == NULL ||
-	    stream_id(s) != id)
-		return NULL;
-	return s;
+	return idtab_get(&up->streams, id);
 }
 
 static void
@@ -561,12 +530,8 @@ upstream_attach(struct upstream *up, struct stream *s)
 
 	if (!upstream_is_ready(up) || up->in_flight >= up->cap)
 		return -1;
-	if ((up->in_flight + 1) * 2 > up->nslots &&
-	    upstream_grow_slots(up) == -1)
+	if (idtab_reserve(&up->streams, up->in_flight + 1) == -1)
 		return -1;
-	/* Skip ids whose slot a long-lived stream still holds. */
-	while (up->slots[up->next_id & (up->nslots - 1)] != NULL)
-		up->next_id++;
 	id = up->next_id++;
 	out = sock_output(up->sock);
 	before = evbuffer_get_length(out);
@@ -578,7 +543,7 @@ upstream_attach(struct upstream *up, struct stream *s)
 		return 0;
 	}
 	up->out_added += evbuffer_get_length(out) - before;
-	up->slots[id & (up->nslots - 1)] = s;
+	(void)idtab_put(&up->streams, id, s);	/* reserved: cannot fail */
 	up->in_flight++;
 	upstream_count_in_flight(up);
 	registry_count_request(up->st);
@@ -599,7 +564,7 @@ upstream_detach(struct upstream *up, uint32_t id)
 {
 	int was_full = up->in_flight >= up->cap;
 
-	up->slots[id & (up->nslots - 1)] = NULL;
+	(void)idtab_del(&up->streams, id);
 	up->in_flight--;
 	upstream_count_in_flight(up);
 	if (up->goaway && up->in_flight == 0) {
