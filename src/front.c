@@ -30,13 +30,16 @@
 #include "front.h"
 #include "handle.h"
 #include "http1.h"
+#include "accesslog.h"
 #include "log.h"
+#include "metrics.h"
 #include "net.h"
 #include "reqlog.h"
 #include "resp.h"
 #include "route.h"
 #include "sock.h"
 #include "stream.h"
+#include "wctx.h"
 #include "wire.h"
 #include "worker.h"
 
@@ -58,7 +61,7 @@
 enum front_timer { T_NONE, T_HEADER, T_BODY, T_IDLE, T_WATCH };
 
 struct front {
-	struct worker	*w;
+	struct wctx	*w;		/* the worker's context */
 	struct sock	*sock;
 	struct http1	*parser;
 	struct deadline	 timer;		/* header, body, idle or linger */
@@ -105,7 +108,7 @@ static void	front_timeout_close(struct front *, const char *);
 static void
 front_arm(struct front *f, enum front_timer kind)
 {
-	const struct conf_timeouts *t = &worker_conf(f->w)->timeouts;
+	const struct conf_timeouts *t = &f->w->conf->timeouts;
 
 	f->timer_kind = kind;
 	deadline_set(&f->timer, kind == T_HEADER ? t->header :
@@ -146,7 +149,7 @@ front_now(struct front *f)
 {
 	struct timeval tv;
 
-	event_base_gettimeofday_cached(worker_base(f->w), &tv);
+	event_base_gettimeofday_cached(f->w->base, &tv);
 	return (double)tv.tv_sec + (double)tv.tv_usec / 1e6;
 }
 
@@ -169,7 +172,8 @@ front_reqlog(struct front *f, int aborted)
 	f->log.total_s = front_now(f) - f->log.t_start;
 	if (f->t_attach > 0)
 		f->log.upstream_s = front_now(f) - f->t_attach;
-	reqlog_done(f->w, &f->log);
+	metrics_request(f->w->metrics, &f->log);
+	accesslog_write(f->w->alog, &f->log);
 	memset(&f->log, 0, sizeof(f->log));
 	f->log.upstream_s = -1;
 	f->t_attach = 0;
@@ -216,7 +220,7 @@ front_respond_admin(struct front *f)
 	if (f->admin_big)
 		status = 413;
 	else
-		status = admin_handle(f->w, f->req, f->admin, f->admin_body,
+		status = admin_handle(f->w->worker, f->req, f->admin, f->admin_body,
 		    f->admin_len, &body, &len, &ctype);
 	free(f->admin_body);
 	f->admin_body = NULL;
@@ -604,7 +608,7 @@ front_req_head(void *arg, struct http1_request *r)
 		f->local_status = -1;		/* answered at the end */
 		return 0;
 	}
-	rt = f->admin ? NULL : route_match(worker_routes(f->w), r->host,
+	rt = f->admin ? NULL : route_match(f->w->routes, r->host,
 	    r->host_len, r->target, r->path_len);
 	if (rt == NULL) {
 		f->local_status = 404;
@@ -684,7 +688,7 @@ static const struct http1_callbacks front_http1_callbacks = {
 static void
 front_link(struct front *f)
 {
-	struct front **head = (struct front **)worker_front_list(f->w);
+	struct front **head = &f->w->fronts;
 
 	f->prev = NULL;
 	f->next = *head;
@@ -696,7 +700,7 @@ front_link(struct front *f)
 static void
 front_free(struct front *f)
 {
-	struct front **head = (struct front **)worker_front_list(f->w);
+	struct front **head = &f->w->fronts;
 
 	if (f->prev != NULL)
 		f->prev->next = f->next;
@@ -796,7 +800,7 @@ front_body_too_slow(struct front *f)
 {
 	double elapsed = front_now(f) - f->log.t_start;
 
-	return elapsed > worker_conf(f->w)->timeouts.body &&
+	return elapsed > f->w->conf->timeouts.body &&
 	    (double)f->log.bytes_in < elapsed * FRONT_MIN_BODY_RATE;
 }
 
@@ -948,10 +952,10 @@ front_refuse(int fd)
 }
 
 void
-front_accept(struct worker *w, int fd, const struct sockaddr *sa, int socklen,
+front_accept(struct wctx *w, int fd, const struct sockaddr *sa, int socklen,
     int admin)
 {
-	const struct conf *conf = worker_conf(w);
+	const struct conf *conf = w->conf;
 	struct http1_limits lim;
 	struct front *f;
 
@@ -982,9 +986,9 @@ front_accept(struct worker *w, int fd, const struct sockaddr *sa, int socklen,
 	lim.max_headers = conf->limits.max_headers;
 	lim.max_body = conf->limits.max_body;
 	f->parser = http1_new(&lim, &front_http1_callbacks, f);
-	f->sock = sock_new(worker_base(w), fd, &front_sock_cbs, f);
-	deadline_init(&f->timer, worker_base(w), front_timer_cb, f);
-	f->resume = event_new(worker_base(w), -1, 0, front_resume_cb, f);
+	f->sock = sock_new(w->base, fd, &front_sock_cbs, f);
+	deadline_init(&f->timer, w->base, front_timer_cb, f);
+	f->resume = event_new(w->base, -1, 0, front_resume_cb, f);
 	if (f->parser == NULL || f->sock == NULL || f->resume == NULL) {
 		if (f->sock == NULL)
 			evutil_closesocket(fd);
@@ -1009,9 +1013,9 @@ front_accept(struct worker *w, int fd, const struct sockaddr *sa, int socklen,
 
 /* Worker shutdown: every connection goes, in-flight requests cancelled. */
 void
-front_free_all(struct worker *w)
+front_free_all(struct wctx *w)
 {
-	struct front **head = (struct front **)worker_front_list(w);
+	struct front **head = &w->fronts;
 
 	while (*head != NULL)
 		front_free(*head);
@@ -1023,12 +1027,12 @@ front_free_all(struct worker *w)
  * Returns how many connections are still busy.
  */
 unsigned
-front_drain_all(struct worker *w)
+front_drain_all(struct wctx *w)
 {
 	struct front *f, *next;
 	unsigned busy = 0;
 
-	for (f = *(struct front **)worker_front_list(w); f != NULL; f = next) {
+	for (f = w->fronts; f != NULL; f = next) {
 		next = f->next;
 		if (f->closing)
 			continue;
@@ -1040,4 +1044,19 @@ front_drain_all(struct worker *w)
 		busy++;
 	}
 	return busy;
+}
+
+/* worker_add_listener's accept functions, by listener kind. */
+void
+front_accept_client(struct wctx *w, int fd, const struct sockaddr *sa,
+    int socklen, void *arg)
+{
+	front_accept(w, fd, sa, socklen, 0);
+}
+
+void
+front_accept_admin(struct wctx *w, int fd, const struct sockaddr *sa,
+    int socklen, void *arg)
+{
+	front_accept(w, fd, sa, socklen, 1);
 }

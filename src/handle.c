@@ -25,7 +25,7 @@
 #include "registry.h"
 #include "stream.h"
 #include "upstream.h"
-#include "worker.h"
+#include "wctx.h"
 
 /* One replica of the handle: its connection and the handle's watch on it
  * (linked while the handle uses it; never moved meanwhile). */
@@ -35,7 +35,7 @@ struct handle_up {
 };
 
 struct handle {
-	struct worker	*w;
+	struct wctx	*w;		/* the worker's context */
 	struct reg_deployment *dep;
 	struct handle_up *ups;
 	unsigned	 nups;
@@ -174,18 +174,18 @@ handle_set_state(struct handle *h, enum reg_hstate st)
 {
 	if (h->state == st)
 		return;
-	log_debug("worker %u: %s: %d -> %d", worker_id(h->w), h->name,
+	log_debug("worker %u: %s: %d -> %d", h->w->id, h->name,
 	    h->state, st);
 	h->state = st;
 	if (!h->detached)
-		registry_publish_hstate(h->dep, worker_id(h->w), st);
+		registry_publish_hstate(h->dep, h->w->id, st);
 }
 
 static void
 handle_publish_queue(struct handle *h)
 {
 	if (!h->detached)
-		registry_publish_queued(h->dep, worker_id(h->w), h->qlen);
+		registry_publish_queued(h->dep, h->w->id, h->qlen);
 }
 
 /* READY if any replica is; FAILED only while none is even trying. */
@@ -205,7 +205,7 @@ handle_update_state(struct handle *h)
 static void
 handle_settings(struct handle *h, const struct reg_lookup *lk)
 {
-	const struct conf *conf = worker_conf(h->w);
+	const struct conf *conf = h->w->conf;
 
 	h->dep = lk->dep;
 	h->queue_max = lk->queue_max;
@@ -256,13 +256,13 @@ handle_set_waiting(struct handle *h, int waiting)
 
 /* RESOLVING -> WARMING: ask the registry, then connect to each replica. */
 static struct handle *
-handle_resolve(struct worker *w, const char *name)
+handle_resolve(struct wctx *w, const char *name)
 {
 	struct reg_lookup lk;
 	struct handle *h;
 	size_t len = strlen(name);
 
-	if (registry_lookup(worker_registry(w), name, &lk) == -1)
+	if (registry_lookup(w->reg, name, &lk) == -1)
 		return NULL;
 	if ((h = calloc(1, sizeof(*h) + len + 1)) == NULL) {
 		free(lk.eps);
@@ -273,14 +273,14 @@ handle_resolve(struct worker *w, const char *name)
 	handle_settings(h, &lk);
 	handle_set_state(h, REG_H_RESOLVING);
 	if ((h->ups = handle_connect(h, &lk, &h->nups)) == NULL) {
-		registry_publish_hstate(h->dep, worker_id(w), REG_H_IDLE);
+		registry_publish_hstate(h->dep, w->id, REG_H_IDLE);
 		free(lk.eps);
 		free(h);
 		return NULL;
 	}
 	free(lk.eps);
 	handle_update_state(h);
-	log_debug("worker %u: resolved %s: %u replicas", worker_id(w), name,
+	log_debug("worker %u: resolved %s: %u replicas", w->id, name,
 	    h->nups);
 	return h;
 }
@@ -299,9 +299,9 @@ handle_find(struct handle_table *t, const char *name)
 }
 
 struct handle *
-handle_get(struct worker *w, const char *name)
+handle_get(struct wctx *w, const char *name)
 {
-	struct handle_table *t = worker_handles(w);
+	struct handle_table *t = w->handles;
 	struct handle *h;
 	uint32_t hv;
 
@@ -353,6 +353,8 @@ handle_try_attach(struct handle *h, struct stream *s)
 	unsigned i, n = h->nups;
 	int k;
 
+	if (n == 0)
+		return -1;
 	/* Every replica is a candidate; only very large deployments pay
 	 * for an allocation. */
 	if (n > 64 && (cand = calloc(n, sizeof(*cand))) == NULL)
@@ -362,7 +364,7 @@ handle_try_attach(struct handle *h, struct stream *s)
 		cand[i].load = upstream_in_flight(h->ups[i].up);
 		cand[i].cap = upstream_capacity(h->ups[i].up);
 	}
-	k = balance_pick(cand, n, worker_rng(h->w));
+	k = balance_pick(cand, n, &h->w->rng);
 	if (cand != stack)
 		free(cand);
 	if (k == -1)
@@ -460,16 +462,16 @@ handle_upstream_event(struct handle *h, struct upstream *up)
  * finish first).  A new replica carries traffic only once its PONG came.
  */
 int
-handle_refresh(struct worker *w, const char *name)
+handle_refresh(struct wctx *w, const char *name)
 {
 	struct reg_lookup lk;
 	struct handle_up *ups, *old;
 	struct handle *h;
 	unsigned n, nold;
 
-	if ((h = handle_find(worker_handles(w), name)) == NULL)
+	if ((h = handle_find(w->handles, name)) == NULL)
 		return 0;
-	if (registry_lookup(worker_registry(w), name, &lk) == -1)
+	if (registry_lookup(w->reg, name, &lk) == -1)
 		return -1;
 	if ((ups = handle_connect(h, &lk, &n)) == NULL) {
 		free(lk.eps);
@@ -487,14 +489,14 @@ handle_refresh(struct worker *w, const char *name)
 	if (lk.dep != h->dep) {
 		/* The name moved (the conf took it over from registration):
 		 * the figures follow it. */
-		registry_publish_hstate(h->dep, worker_id(w), REG_H_IDLE);
-		registry_publish_queued(h->dep, worker_id(w), 0);
+		registry_publish_hstate(h->dep, w->id, REG_H_IDLE);
+		registry_publish_queued(h->dep, w->id, 0);
 		h->state = REG_H_IDLE;
 	}
 	handle_settings(h, &lk);
 	handle_publish_queue(h);
 	log_debug("worker %u: resolved %s again: %u replicas (version %u)",
-	    worker_id(w), name, n, lk.version);
+	    w->id, name, n, lk.version);
 	handle_update_state(h);
 	if (h->qhead != NULL)
 		handle_dispatch(h);
@@ -522,16 +524,16 @@ handle_unlink(struct handle_table *t, struct handle *h)
 /* Take the handle out of the table (its deployment was removed): new
  * requests cannot find it; queued and running ones still use it. */
 struct handle *
-handle_detach(struct worker *w, const char *name)
+handle_detach(struct wctx *w, const char *name)
 {
-	struct handle_table *t = worker_handles(w);
+	struct handle_table *t = w->handles;
 	struct handle *h;
 
 	if ((h = handle_find(t, name)) == NULL)
 		return NULL;
 	handle_unlink(t, h);
-	registry_publish_hstate(h->dep, worker_id(w), REG_H_IDLE);
-	registry_publish_queued(h->dep, worker_id(w), 0);
+	registry_publish_hstate(h->dep, w->id, REG_H_IDLE);
+	registry_publish_queued(h->dep, w->id, 0);
 	h->detached = 1;
 	return h;
 }
@@ -555,9 +557,9 @@ static void
 handle_evict(struct handle_table *t, struct handle *h)
 {
 	handle_unlink(t, h);
-	registry_publish_hstate(h->dep, worker_id(h->w), REG_H_IDLE);
+	registry_publish_hstate(h->dep, h->w->id, REG_H_IDLE);
 	registry_count_eviction(h->dep);
-	metrics_handle_evicted(h->w);
+	metrics_handle_evicted(h->w->metrics);
 	handle_free(h, 1);
 }
 
@@ -567,9 +569,9 @@ handle_evict(struct handle_table *t, struct handle *h)
  * to the front, so the walk sees each expired handle once.
  */
 unsigned
-handle_table_expire(struct worker *w, double ttl)
+handle_table_expire(struct wctx *w, double ttl)
 {
-	struct handle_table *t = worker_handles(w);
+	struct handle_table *t = w->handles;
 	struct handle *h;
 	double now, t0;
 	unsigned n = 0;
@@ -588,6 +590,6 @@ handle_table_expire(struct worker *w, double ttl)
 	}
 	if (n > 0)
 		log_debug("worker %u: %u idle handle(s) freed in %.2f ms",
-		    worker_id(w), n, (monotime_now() - t0) * 1e3);
+		    w->id, n, (monotime_now() - t0) * 1e3);
 	return n;
 }

@@ -20,7 +20,6 @@
 #include "metrics.h"
 #include "registry.h"
 #include "reqlog.h"
-#include "worker.h"
 
 #define METRICS_LABEL_MAX	128
 #define METRICS_INDEX		(METRICS_MAX_SERIES * 2)	/* power of 2 */
@@ -53,7 +52,7 @@ struct metrics_series {
 	struct metrics_hist upstream;
 };
 
-struct metrics_worker {
+struct metrics_slot {
 	struct metrics_series series[METRICS_MAX_SERIES];
 	_Atomic unsigned nseries;
 	int16_t		 index[METRICS_INDEX];	/* owner only; -1: empty */
@@ -71,7 +70,7 @@ struct metrics_sum {
 	uint64_t	 upstream[METRICS_NBOUNDS + 1], upstream_sum_us;
 };
 
-static struct metrics_worker *metrics_slots;
+static struct metrics_slot *metrics_slots;
 static unsigned	 metrics_nworkers;
 static char	 metrics_version[32];
 static double	 metrics_started;
@@ -119,11 +118,9 @@ metrics_get(_Atomic uint64_t *c)
 	return atomic_load_explicit(c, memory_order_relaxed);
 }
 
-static struct metrics_worker *
-metrics_slot(struct worker *w)
+struct metrics_slot *
+metrics_slot(unsigned id)
 {
-	unsigned id = worker_id(w);
-
 	return metrics_slots != NULL && id < metrics_nworkers ?
 	    &metrics_slots[id] : NULL;
 }
@@ -159,7 +156,7 @@ metrics_label_eq(const char *stored, const char *s)
  * were allocated at start.
  */
 static struct metrics_series *
-metrics_series(struct metrics_worker *mw, const char *route, const char *dep)
+metrics_series(struct metrics_slot *mw, const char *route, const char *dep)
 {
 	struct metrics_series *s;
 	uint32_t i = metrics_hash(route, dep) & (METRICS_INDEX - 1);
@@ -204,13 +201,12 @@ metrics_observe(struct metrics_hist *h, double secs)
 }
 
 void
-metrics_request(struct worker *w, const struct reqlog *r)
+metrics_request(struct metrics_slot *mw, const struct reqlog *r)
 {
-	struct metrics_worker *mw;
 	struct metrics_series *s;
 	int cls;
 
-	if ((mw = metrics_slot(w)) == NULL)
+	if (mw == NULL)
 		return;
 	s = metrics_series(mw, r->route != NULL ? r->route : "",
 	    r->deployment != NULL ? r->deployment : "");
@@ -227,19 +223,15 @@ metrics_request(struct worker *w, const struct reqlog *r)
 }
 
 void
-metrics_conn_opened(struct worker *w)
+metrics_conn_opened(struct metrics_slot *mw)
 {
-	struct metrics_worker *mw = metrics_slot(w);
-
 	if (mw != NULL)
 		metrics_add(&mw->conns, 1);
 }
 
 void
-metrics_handle_evicted(struct worker *w)
+metrics_handle_evicted(struct metrics_slot *mw)
 {
-	struct metrics_worker *mw = metrics_slot(w);
-
 	if (mw != NULL)
 		metrics_add(&mw->evictions, 1);
 }
@@ -518,7 +510,7 @@ metrics_render_replicas(FILE *fp, json_t *doc)
 }
 
 static void
-metrics_render_process(FILE *fp)
+metrics_render_process(FILE *fp, unsigned nconns)
 {
 	uint64_t conns = 0, evictions = 0;
 	unsigned w;
@@ -547,7 +539,7 @@ metrics_render_process(FILE *fp)
 	    atomic_load(&metrics_last_reload_ok));
 	metrics_family(fp, "ingressd_connections", "gauge",
 	    "Client connections open.");
-	fprintf(fp, "ingressd_connections %u\n", worker_conns());
+	fprintf(fp, "ingressd_connections %u\n", nconns);
 	metrics_family(fp, "ingressd_connections_accepted_total", "counter",
 	    "Client connections accepted.");
 	fprintf(fp, "ingressd_connections_accepted_total %llu\n",
@@ -559,7 +551,7 @@ metrics_render_process(FILE *fp)
 }
 
 char *
-metrics_render(struct registry *reg, size_t *len)
+metrics_render(struct registry *reg, unsigned nconns, size_t *len)
 {
 	char *buf = NULL;
 	size_t n = 0;
@@ -568,7 +560,7 @@ metrics_render(struct registry *reg, size_t *len)
 
 	if (metrics_slots == NULL || (fp = open_memstream(&buf, &n)) == NULL)
 		return NULL;
-	metrics_render_process(fp);
+	metrics_render_process(fp, nconns);
 	metrics_render_requests(fp);
 	if ((doc = registry_status_json(reg)) != NULL) {
 		metrics_render_deployments(fp, doc);

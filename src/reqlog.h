@@ -1,15 +1,14 @@
 /*
- * reqlog.h -- what the front door knows about a finished request, handed
- * to the access log and the metrics in one call (front.c fills it at the
- * end of every request; nothing here is kept after the call returns).
+ * reqlog.h -- what the front door knows about a finished request.  A type
+ * only: the front fills one at the end of every request and hands it to
+ * metrics_request() and accesslog_write(); neither keeps it after the
+ * call returns.
  */
 #ifndef INGRESSD_REQLOG_H
 #define INGRESSD_REQLOG_H
 
 #include <stddef.h>
 #include <stdint.h>
-
-struct worker;
 
 struct reqlog {
 	const char	*peer;		/* client address */
@@ -31,8 +30,5 @@ struct reqlog {
 	double		 total_s;	/* head -> response queued */
 	int		 aborted;	/* client went away first */
 };
-
-/* Called once per request, on the worker's thread. */
-void	reqlog_done(struct worker *, const struct reqlog *);
 
 #endif

@@ -22,12 +22,12 @@
 #include "stream.h"
 #include "upstream.h"
 #include "wire.h"
-#include "worker.h"
+#include "wctx.h"
 
 enum stream_state { S_NEW, S_QUEUED, S_ATTACHED, S_DONE };
 
 struct stream {
-	struct worker	*w;
+	struct wctx	*w;		/* the worker's context */
 	struct stream_info info;
 	const struct stream_ops *ops;
 	void		*arg;
@@ -67,7 +67,7 @@ stream_arm(struct stream *s, double seconds)
 }
 
 struct stream *
-stream_new(struct worker *w, const struct stream_info *info,
+stream_new(struct wctx *w, const struct stream_info *info,
     const struct stream_ops *ops, void *arg)
 {
 	struct stream *s;
@@ -80,7 +80,7 @@ stream_new(struct worker *w, const struct stream_info *info,
 	s->info = *info;
 	s->ops = ops;
 	s->arg = arg;
-	deadline_init(&s->timer, worker_base(w), stream_timer_cb, s);
+	deadline_init(&s->timer, w->base, stream_timer_cb, s);
 	return s;
 }
 

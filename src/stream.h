@@ -21,7 +21,7 @@ struct handle;
 struct http1_request;
 struct upstream;
 struct wire_field;
-struct worker;
+struct wctx;
 struct stream;
 
 struct stream_ops {
@@ -49,7 +49,7 @@ struct stream_info {
 	double		 timeout;	/* request deadline, seconds */
 };
 
-struct stream	*stream_new(struct worker *, const struct stream_info *,
+struct stream	*stream_new(struct wctx *, const struct stream_info *,
 		    const struct stream_ops *, void *arg);
 /* Submit to the handle: it attaches it now or queues it. */
 void		 stream_submit(struct stream *, struct handle *);

@@ -25,7 +25,7 @@
 #include "stream.h"
 #include "upstream.h"
 #include "wire.h"
-#include "worker.h"
+#include "wctx.h"
 
 #define UPSTREAM_MIN_SLOTS	64
 #define UPSTREAM_IO_CHUNK	(256 * 1024)
@@ -34,7 +34,7 @@
 #define BACKOFF_MAX_MS		2000
 
 struct upstream {
-	struct worker	*w;
+	struct wctx	*w;		/* the worker's context */
 	struct reg_endpoint *ep;
 	struct ep_stats	*st;		/* this worker's slot in ep */
 	enum upstream_state state;
@@ -126,7 +126,7 @@ upstream_set_state(struct upstream *up, enum upstream_state st)
 {
 	if (up->state == st)
 		return;
-	log_debug("worker %u: replica %s: %s -> %s", worker_id(up->w),
+	log_debug("worker %u: replica %s: %s -> %s", up->w->id,
 	    up->ep->id, state_names[up->state], state_names[st]);
 	up->state = st;
 	atomic_store_explicit(&up->st->state, st, memory_order_relaxed);
@@ -161,9 +161,9 @@ upstream_write(struct upstream *up, const void *p, size_t n)
 }
 
 struct upstream *
-upstream_get(struct worker *w, struct reg_endpoint *ep)
+upstream_get(struct wctx *w, struct reg_endpoint *ep)
 {
-	struct upstream **pool = (struct upstream **)worker_upstream_pool(w);
+	struct upstream **pool = &w->upstreams;
 	struct upstream *up;
 
 	for (up = *pool; up != NULL; up = up->next) {
@@ -177,9 +177,9 @@ upstream_get(struct worker *w, struct reg_endpoint *ep)
 		return NULL;
 	up->w = w;
 	up->ep = ep;
-	up->st = &ep->stats[worker_id(w)];
+	up->st = &ep->stats[w->id];
 	up->cap = ep->max_ongoing;
-	up->timer = evtimer_new(worker_base(w), upstream_timer_cb, up);
+	up->timer = evtimer_new(w->base, upstream_timer_cb, up);
 	up->scratch = evbuffer_new();
 	if (up->timer == NULL || up->scratch == NULL) {
 		if (up->timer != NULL)
@@ -227,9 +227,9 @@ upstream_goodbye(struct upstream *up, const char *text)
 }
 
 void
-upstream_pool_free(struct worker *w)
+upstream_pool_free(struct wctx *w)
 {
-	struct upstream **pool = (struct upstream **)worker_upstream_pool(w);
+	struct upstream **pool = &w->upstreams;
 	struct upstream *up, *next;
 
 	for (up = *pool; up != NULL; up = next) {
@@ -324,14 +324,14 @@ upstream_id(const struct upstream *up)
 static void
 upstream_connect(struct upstream *up)
 {
-	const struct conf *conf = worker_conf(up->w);
+	const struct conf *conf = up->w->conf;
 
 	upstream_close(up);
 	up->hello_seen = 0;
 	up->goaway = 0;
 	up->ping_out = 0;
 	up->next_id = 1;
-	up->sock = sock_new(worker_base(up->w), -1, &upstream_sock_cbs, up);
+	up->sock = sock_new(up->w->base, -1, &upstream_sock_cbs, up);
 	if (up->sock == NULL) {
 		upstream_fail(up, "out of memory");
 		return;
@@ -463,7 +463,7 @@ static void
 upstream_timer_cb(evutil_socket_t fd, short ev, void *arg)
 {
 	struct upstream *up = arg;
-	const struct conf *conf = worker_conf(up->w);
+	const struct conf *conf = up->w->conf;
 
 	switch (up->state) {
 	case UPSTREAM_CONNECTING:
@@ -698,7 +698,7 @@ upstream_linger(struct upstream *up)
 
 	if ((l = calloc(1, sizeof(*l))) == NULL)
 		return;		/* upstream_fail() frees it the plain way */
-	l->timer = evtimer_new(worker_base(up->w), upstream_linger_timer_cb, l);
+	l->timer = evtimer_new(up->w->base, upstream_linger_timer_cb, l);
 	if (l->timer == NULL) {
 		free(l);
 		return;
@@ -756,7 +756,7 @@ upstream_on_hello(struct upstream *up, const struct wire_frame *f)
 static void
 upstream_on_pong(struct upstream *up, const struct wire_frame *f)
 {
-	const struct conf *conf = worker_conf(up->w);
+	const struct conf *conf = up->w->conf;
 	uint8_t opaque[8];
 
 	if (wire_decode_ping(f, opaque) != WIRE_OK ||
@@ -1006,7 +1006,7 @@ upstream_park(struct upstream *up)
 	upstream_close(up);
 	evtimer_del(up->timer);
 	up->backoff_ms = 0;
-	log_debug("worker %u: replica %s: released", worker_id(up->w),
+	log_debug("worker %u: replica %s: released", up->w->id,
 	    up->ep->id);
 	upstream_set_state(up, UPSTREAM_IDLE);
 }

@@ -21,7 +21,7 @@ struct evbuffer;
 struct handle;
 struct reg_endpoint;
 struct stream;
-struct worker;
+struct wctx;
 struct upstream;
 
 /*
@@ -49,8 +49,8 @@ const char	*upstream_state_str(int);
 int		 upstream_state_rank(int);	/* for "best of" summaries */
 
 /* Find this worker's connection to ep, creating (and connecting) it. */
-struct upstream	*upstream_get(struct worker *, struct reg_endpoint *);
-void		 upstream_pool_free(struct worker *);
+struct upstream	*upstream_get(struct wctx *, struct reg_endpoint *);
+void		 upstream_pool_free(struct wctx *);
 /* w->h set by the caller; at most one watch per handle and upstream. */
 void		 upstream_watch(struct upstream *, struct upstream_watch *);
 void		 upstream_unwatch(struct upstream *, struct upstream_watch *);
