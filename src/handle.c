@@ -216,6 +216,8 @@ handle_settings(struct handle *h, const struct reg_lookup *lk)
 	h->pinned = lk->prewarm != 0;
 }
 
+static void	handle_upstream_event(struct handle *, struct upstream *);
+
 /* This worker's connections to the endpoints, each watched by h once
  * (an address listed twice is one replica). */
 static struct handle_up *
@@ -237,6 +239,7 @@ handle_connect(struct handle *h, const struct reg_lookup *lk, unsigned *n)
 			continue;
 		ups[*n].up = up;
 		ups[*n].watch.h = h;
+		ups[*n].watch.event = handle_upstream_event;
 		upstream_watch(up, &ups[*n].watch);
 		(*n)++;
 	}
@@ -443,7 +446,9 @@ handle_dispatch(struct handle *h)
 	handle_publish_queue(h);
 }
 
-void
+/* An upstream it watches changed state or freed a slot (its watch's
+ * event callback). */
+static void
 handle_upstream_event(struct handle *h, struct upstream *up)
 {
 	handle_update_state(h);

@@ -31,8 +31,6 @@ struct handle	*handle_get(struct wctx *, const char *name);
 void		 handle_submit(struct handle *, struct stream *);
 /* A queued stream leaves early (aborted or timed out). */
 void		 handle_dequeue(struct handle *, struct stream *);
-/* An upstream it watches changed state or freed a slot. */
-void		 handle_upstream_event(struct handle *, struct upstream *);
 const char	*handle_name(const struct handle *);
 double		 handle_request_timeout(const struct handle *);
 /* A stream points at its handle from stream_submit() to stream_free():

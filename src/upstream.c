@@ -17,7 +17,6 @@
 #include <event2/event.h>
 
 #include "conf.h"
-#include "handle.h"
 #include "log.h"
 #include "net.h"
 #include "registry.h"
@@ -109,7 +108,7 @@ upstream_tell_list(struct upstream *up, struct upstream_watch *w)
 
 	for (; w != NULL; w = next) {
 		next = w->next;
-		handle_upstream_event(w->h, up);
+		w->event(w->h, up);
 	}
 }
 

@@ -30,9 +30,13 @@ struct upstream;
  * unwatching are O(1) however many names share the replica.  Handles with
  * requests queued are on a second list, the only one told that a full
  * connection freed a slot: a completed request costs nothing per idle name.
+ * event(h, up) is how the upstream tells: it became ready, went down, or
+ * freed a slot.  It may unwatch (this or another watch) and attach
+ * streams, but must not free up.
  */
 struct upstream_watch {
 	struct handle	*h;
+	void		(*event)(struct handle *, struct upstream *);
 	struct upstream_watch *prev, *next;
 	int		 waiting;	/* on the waiters' list */
 };
@@ -51,7 +55,8 @@ int		 upstream_state_rank(int);	/* for "best of" summaries */
 /* Find this worker's connection to ep, creating (and connecting) it. */
 struct upstream	*upstream_get(struct wctx *, struct reg_endpoint *);
 void		 upstream_pool_free(struct wctx *);
-/* w->h set by the caller; at most one watch per handle and upstream. */
+/* w->h and w->event set by the caller; at most one watch per handle and
+ * upstream. */
 void		 upstream_watch(struct upstream *, struct upstream_watch *);
 void		 upstream_unwatch(struct upstream *, struct upstream_watch *);
 /* The handle has requests queued (waiting 1) or no longer (0). */
