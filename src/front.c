@@ -74,6 +74,7 @@ struct front {
 	/* The current request. */
 	const struct http1_request *req;
 	struct stream	*stream;
+	struct handle	*handle;	/* held while stream is set */
 	int		 req_done;	/* the whole request was read */
 	int		 resp_done;	/* the whole response was queued */
 	int		 resp_started;	/* a status line went out */
@@ -344,12 +345,25 @@ front_resp_data_write(struct front *f, struct evbuffer *buf, size_t n)
 	}
 }
 
+/* The stream goes: freed when it is over, aborted (cancelled, unqueued)
+ * when not; then its handle is let go. */
+static void
+front_stream_release(struct front *f, int abort)
+{
+	if (abort)
+		stream_abort(f->stream);
+	else
+		stream_free(f->stream);
+	f->stream = NULL;
+	handle_drop(f->handle);
+	f->handle = NULL;
+}
+
 /* The stream is over: let go of it, then carry on from the loop's top. */
 static void
 front_stream_done(struct front *f)
 {
-	stream_free(f->stream);
-	f->stream = NULL;
+	front_stream_release(f, 0);
 	f->resp_done = 1;
 	front_schedule(f);
 }
@@ -642,7 +656,9 @@ front_req_head(void *arg, struct http1_request *r)
 		f->local_why = "out of memory";
 		return 0;
 	}
-	stream_submit(f->stream, h);	/* may fail it at once (queue full) */
+	f->handle = h;
+	handle_hold(h);		/* retries come back to it: keep it */
+	handle_submit(h, f->stream);	/* may fail it at once (queue full) */
 	return 0;
 }
 
@@ -711,7 +727,7 @@ front_free(struct front *f)
 	if (f->req != NULL || f->log.status != 0)
 		front_reqlog(f, !f->resp_done);
 	if (f->stream != NULL)
-		stream_abort(f->stream);
+		front_stream_release(f, 1);
 	http1_free(f->parser);
 	sock_free(f->sock);
 	deadline_del(&f->timer);
@@ -731,10 +747,8 @@ front_close(struct front *f)
 	f->closing = 1;
 	front_disarm(f);
 	sock_read_enable(f->sock, 0);
-	if (f->stream != NULL) {
-		stream_abort(f->stream);
-		f->stream = NULL;
-	}
+	if (f->stream != NULL)
+		front_stream_release(f, 1);
 	/* A client that never reads must not keep us forever. */
 	front_arm(f, T_HEADER);
 	front_schedule(f);
@@ -770,10 +784,8 @@ front_parse_error(struct front *f)
 	log_debug("client %s: %d: %s", f->peer, status,
 	    http1_error_reason(f->parser));
 	f->keep_alive = 0;
-	if (f->stream != NULL) {
-		stream_abort(f->stream);
-		f->stream = NULL;
-	}
+	if (f->stream != NULL)
+		front_stream_release(f, 1);
 	if (!f->resp_started) {
 		size_t before = front_out_len(f);
 

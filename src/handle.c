@@ -217,6 +217,7 @@ handle_settings(struct handle *h, const struct reg_lookup *lk)
 }
 
 static void	handle_upstream_event(struct handle *, struct upstream *);
+static const struct stream_queue handle_queue;
 
 /* This worker's connections to the endpoints, each watched by h once
  * (an address listed twice is one replica). */
@@ -378,6 +379,8 @@ handle_try_attach(struct handle *h, struct stream *s)
 void
 handle_submit(struct handle *h, struct stream *s)
 {
+	/* Retries come back here, and a queued stream leaves through it. */
+	stream_set_queue(s, &handle_queue, h);
 	if (h->qlen == 0 && handle_try_attach(h, s) == 0)
 		return;
 	if (h->qlen >= h->queue_max) {
@@ -393,11 +396,11 @@ handle_submit(struct handle *h, struct stream *s)
 	if (h->qlen++ == 0)
 		handle_set_waiting(h, 1);
 	handle_publish_queue(h);
-	stream_queued(s, h, h->queue_timeout < h->request_timeout ?
+	stream_queued(s, h->queue_timeout < h->request_timeout ?
 	    h->queue_timeout : h->request_timeout);
 }
 
-void
+static void
 handle_dequeue(struct handle *h, struct stream *s)
 {
 	struct stream *p = NULL, *q;
@@ -418,6 +421,24 @@ handle_dequeue(struct handle *h, struct stream *s)
 		return;
 	}
 }
+
+static void
+handle_queue_requeue(void *q, struct stream *s)
+{
+	handle_submit(q, s);
+}
+
+static void
+handle_queue_leave(void *q, struct stream *s)
+{
+	handle_dequeue(q, s);
+}
+
+/* What a stream submitted here calls to come back or leave (stream.h). */
+static const struct stream_queue handle_queue = {
+	.requeue = handle_queue_requeue,
+	.leave = handle_queue_leave,
+};
 
 /* Attach waiting streams, oldest first, while replicas have room.  A
  * stream leaves the queue only once attached, so a failed try keeps its

@@ -27,14 +27,14 @@ void		 handle_table_free(struct handle_table *);
 
 /* The worker's handle for name, created on first use; NULL if unknown. */
 struct handle	*handle_get(struct wctx *, const char *name);
-/* Attach the stream to a replica now, or queue it, or fail it (503). */
+/* Attach the stream to a replica now, or queue it, or fail it (503: the
+ * stream's on_fail runs before this returns).  The caller holds h (below)
+ * for the stream's life: a retry comes back to it. */
 void		 handle_submit(struct handle *, struct stream *);
-/* A queued stream leaves early (aborted or timed out). */
-void		 handle_dequeue(struct handle *, struct stream *);
 const char	*handle_name(const struct handle *);
 double		 handle_request_timeout(const struct handle *);
-/* A stream points at its handle from stream_submit() to stream_free():
- * a held handle is never freed (idle expiry skips it). */
+/* The front holds the handle from handle_submit() until it frees the
+ * stream: a held handle is never freed (idle expiry skips it). */
 void		 handle_hold(struct handle *);
 void		 handle_drop(struct handle *);
 

@@ -16,11 +16,9 @@
 #include <event2/event_struct.h>
 
 #include "deadline.h"
-#include "handle.h"
 #include "http1.h"
 #include "resp.h"
 #include "stream.h"
-#include "upstream.h"
 #include "wire.h"
 #include "wctx.h"
 
@@ -32,8 +30,10 @@ struct stream {
 	const struct stream_ops *ops;
 	void		*arg;
 	enum stream_state state;
-	struct handle	*h;
-	struct upstream	*up;
+	const struct stream_queue *qops;	/* the handle, set by it */
+	void		*q;
+	const struct stream_carrier *carrier;	/* once attached */
+	void		*c;
 	uint32_t	 id;
 	struct evbuffer	*pending;	/* body that arrived before attach */
 	int		 body_end;	/* the client's body is complete */
@@ -89,8 +89,6 @@ stream_free(struct stream *s)
 {
 	if (s == NULL)
 		return;
-	if (s->h != NULL)
-		handle_drop(s->h);	/* held since stream_submit */
 	if (s->pending != NULL)
 		evbuffer_free(s->pending);
 	if (s->replay != NULL)
@@ -100,18 +98,16 @@ stream_free(struct stream *s)
 }
 
 void
-stream_submit(struct stream *s, struct handle *h)
+stream_set_queue(struct stream *s, const struct stream_queue *qops, void *q)
 {
-	s->h = h;
-	handle_hold(h);		/* retries come back to it: keep it */
-	handle_submit(h, s);
+	s->qops = qops;
+	s->q = q;
 }
 
 void
-stream_queued(struct stream *s, struct handle *h, double timeout)
+stream_queued(struct stream *s, double timeout)
 {
 	s->state = S_QUEUED;
-	s->h = h;
 	stream_arm(s, timeout);
 }
 
@@ -122,10 +118,12 @@ stream_unqueued(struct stream *s)
 }
 
 void
-stream_attached(struct stream *s, struct upstream *up, uint32_t id)
+stream_attached(struct stream *s, const struct stream_carrier *carrier,
+    void *c, uint32_t id)
 {
 	s->state = S_ATTACHED;
-	s->up = up;
+	s->carrier = carrier;
+	s->c = c;
 	s->id = id;
 	stream_arm(s, s->info.timeout);
 	if (s->ops->on_writable != NULL)
@@ -141,7 +139,7 @@ stream_responded(const struct stream *s)
 const char *
 stream_replica(const struct stream *s)
 {
-	return s->up != NULL ? upstream_id(s->up) : NULL;
+	return s->c != NULL ? s->carrier->peer(s->c) : NULL;
 }
 
 uint32_t
@@ -189,7 +187,7 @@ stream_send_body(struct stream *s, const char *p, size_t n)
 
 	if (now > 0) {
 		stream_keep(s, p, now);
-		upstream_send_data(s->up, s->id, p, now);
+		s->carrier->data(s->c, s->id, p, now);
 		s->send_window -= now;
 	}
 	if (now < n) {
@@ -228,7 +226,7 @@ stream_body_end(struct stream *s)
 	if (s->state == S_ATTACHED && !s->end_sent && (s->pending == NULL ||
 	    evbuffer_get_length(s->pending) == 0)) {
 		s->end_sent = 1;
-		upstream_send_end(s->up, s->id);
+		s->carrier->end(s->c, s->id);
 	}
 }
 
@@ -370,14 +368,14 @@ stream_flush_pending(struct stream *s)
 		    sizeof(buf);
 		n = evbuffer_remove(s->pending, buf, want);
 		stream_keep(s, buf, n);
-		upstream_send_data(s->up, s->id, buf, n);
+		s->carrier->data(s->c, s->id, buf, n);
 		s->send_window -= n;
 	}
 	if (s->pending != NULL && evbuffer_get_length(s->pending) > 0)
 		return;
 	if (s->body_end && !s->end_sent) {
 		s->end_sent = 1;
-		upstream_send_end(s->up, s->id);
+		s->carrier->end(s->c, s->id);
 	}
 }
 
@@ -402,7 +400,7 @@ stream_consumed(struct stream *s, size_t n)
 		return;
 	s->recv_consumed += n;
 	if (s->recv_consumed >= WIRE_INITIAL_WINDOW / 2) {
-		upstream_send_window(s->up, s->id, (uint32_t)s->recv_consumed);
+		s->carrier->window(s->c, s->id, (uint32_t)s->recv_consumed);
 		s->recv_window += s->recv_consumed;
 		s->recv_consumed = 0;
 	}
@@ -427,7 +425,8 @@ stream_retry(struct stream *s)
 		return -1;
 	s->tries++;
 	s->state = S_NEW;
-	s->up = NULL;
+	s->carrier = NULL;
+	s->c = NULL;
 	s->id = 0;
 	s->end_sent = 0;
 	s->send_window = WIRE_INITIAL_WINDOW;
@@ -443,7 +442,7 @@ stream_retry(struct stream *s)
 			evbuffer_add_buffer(s->pending, s->replay);
 		}
 	}
-	handle_submit(s->h, s);
+	s->qops->requeue(s->q, s);
 	return 0;
 }
 
@@ -494,11 +493,11 @@ stream_timer_cb(evutil_socket_t fd, short ev, void *arg)
 		return;
 	switch (s->state) {
 	case S_QUEUED:
-		handle_dequeue(s->h, s);
+		s->qops->leave(s->q, s);
 		stream_on_fail(s, 503, "no replica available in time");
 		break;
 	case S_ATTACHED:
-		upstream_cancel(s->up, s, WIRE_CODE_TIMEOUT);
+		s->carrier->cancel(s->c, s, WIRE_CODE_TIMEOUT);
 		stream_on_fail(s, 504, s->responded ?
 		    "replica stalled mid-response" : "replica did not answer in time");
 		break;
@@ -511,9 +510,9 @@ void
 stream_abort(struct stream *s)
 {
 	if (s->state == S_QUEUED)
-		handle_dequeue(s->h, s);
+		s->qops->leave(s->q, s);
 	else if (s->state == S_ATTACHED)
-		upstream_cancel(s->up, s, WIRE_CODE_CANCEL);
+		s->carrier->cancel(s->c, s, WIRE_CODE_CANCEL);
 	s->state = S_DONE;
 	stream_free(s);
 }

@@ -536,6 +536,8 @@ upstream_count_in_flight(struct upstream *up)
 	    memory_order_relaxed);
 }
 
+static const struct stream_carrier upstream_carrier;
+
 int
 upstream_attach(struct upstream *up, struct stream *s)
 {
@@ -566,7 +568,7 @@ upstream_attach(struct upstream *up, struct stream *s)
 	up->in_flight++;
 	upstream_count_in_flight(up);
 	upstream_count(&up->st->requests);
-	stream_attached(s, up, id);
+	stream_attached(s, &upstream_carrier, up, id);
 	stream_flush_pending(s);
 	/* Ids run out: drain, then start afresh.  Not upstream_on_goaway():
 	 * we may be inside a handle's dispatch loop, which must not be
@@ -595,7 +597,7 @@ upstream_detach(struct upstream *up, uint32_t id)
 		upstream_tell_list(up, up->waiters);
 }
 
-void
+static void
 upstream_send_data(struct upstream *up, uint32_t id, const void *p, size_t n)
 {
 	uint8_t hdr[WIRE_HEADER_SIZE];
@@ -611,7 +613,7 @@ upstream_send_data(struct upstream *up, uint32_t id, const void *p, size_t n)
 	}
 }
 
-void
+static void
 upstream_send_end(struct upstream *up, uint32_t id)
 {
 	uint8_t hdr[WIRE_HEADER_SIZE];
@@ -620,7 +622,7 @@ upstream_send_end(struct upstream *up, uint32_t id)
 	upstream_write(up, hdr, sizeof(hdr));
 }
 
-void
+static void
 upstream_send_window(struct upstream *up, uint32_t id, uint32_t n)
 {
 	uint8_t frame[WIRE_HEADER_SIZE + 4];
@@ -629,7 +631,7 @@ upstream_send_window(struct upstream *up, uint32_t id, uint32_t n)
 	upstream_write(up, frame, sizeof(frame));
 }
 
-void
+static void
 upstream_cancel(struct upstream *up, struct stream *s, uint32_t code)
 {
 	uint8_t frame[WIRE_HEADER_SIZE + 4];
@@ -643,6 +645,45 @@ upstream_cancel(struct upstream *up, struct stream *s, uint32_t code)
 		upstream_write(up, frame, sizeof(frame));
 	}
 }
+
+static void
+upstream_carrier_data(void *c, uint32_t id, const void *p, size_t n)
+{
+	upstream_send_data(c, id, p, n);
+}
+
+static void
+upstream_carrier_end(void *c, uint32_t id)
+{
+	upstream_send_end(c, id);
+}
+
+static void
+upstream_carrier_window(void *c, uint32_t id, uint32_t n)
+{
+	upstream_send_window(c, id, n);
+}
+
+static void
+upstream_carrier_cancel(void *c, struct stream *s, uint32_t code)
+{
+	upstream_cancel(c, s, code);
+}
+
+static const char *
+upstream_carrier_peer(const void *c)
+{
+	return upstream_id(c);
+}
+
+/* What a stream attached here sends through (stream.h). */
+static const struct stream_carrier upstream_carrier = {
+	.data = upstream_carrier_data,
+	.end = upstream_carrier_end,
+	.window = upstream_carrier_window,
+	.cancel = upstream_carrier_cancel,
+	.peer = upstream_carrier_peer,
+};
 
 /* Frames from the replica ---------------------------------------------- */
 

@@ -72,15 +72,9 @@ unsigned	 upstream_capacity(const struct upstream *);
 const char	*upstream_id(const struct upstream *);
 
 /* Give the stream an id on this connection and send its REQUEST (and any
- * body already buffered).  0, or -1 if the connection cannot take it. */
+ * body already buffered); the stream then sends body (DATA, END), credit
+ * (WINDOW) and CANCEL through the carrier it is handed (stream.h).  0, or
+ * -1 if the connection cannot take it. */
 int		 upstream_attach(struct upstream *, struct stream *);
-/* Body from the client, for an attached stream: DATA frames. */
-void		 upstream_send_data(struct upstream *, uint32_t id,
-		    const void *, size_t);
-void		 upstream_send_end(struct upstream *, uint32_t id);
-void		 upstream_send_window(struct upstream *, uint32_t id, uint32_t n);
-/* Abandon a stream: CANCEL (with a wire code: CANCEL, TIMEOUT) to the
- * replica, forget it here. */
-void		 upstream_cancel(struct upstream *, struct stream *, uint32_t);
 
 #endif
