@@ -94,7 +94,7 @@ struct front {
 	char		*admin_body;	/* an admin request's body */
 	size_t		 admin_len;
 	int		 admin_big;	/* ... over ADMIN_MAX_BODY */
-	struct front	*prev, *next;	/* the worker's connections */
+	LIST_ENTRY(front) link;		/* the worker's connections */
 	struct reqlog	 log;		/* the current request, for reqlog */
 	uint64_t	 client_key;	/* for clientlim_close() */
 	double		 t_attach;
@@ -704,26 +704,13 @@ static const struct http1_callbacks front_http1_callbacks = {
 static void
 front_link(struct front *f)
 {
-	struct front **head = &f->w->fronts;
-
-	f->prev = NULL;
-	f->next = *head;
-	if (*head != NULL)
-		(*head)->prev = f;
-	*head = f;
+	LIST_INSERT_HEAD(&f->w->fronts, f, link);
 }
 
 static void
 front_free(struct front *f)
 {
-	struct front **head = &f->w->fronts;
-
-	if (f->prev != NULL)
-		f->prev->next = f->next;
-	else
-		*head = f->next;
-	if (f->next != NULL)
-		f->next->prev = f->prev;
+	LIST_REMOVE(f, link);
 	if (f->req != NULL || f->log.status != 0)
 		front_reqlog(f, !f->resp_done);
 	if (f->stream != NULL)
@@ -1027,10 +1014,8 @@ front_accept(struct wctx *w, int fd, const struct sockaddr *sa, int socklen,
 void
 front_free_all(struct wctx *w)
 {
-	struct front **head = &w->fronts;
-
-	while (*head != NULL)
-		front_free(*head);
+	while (!LIST_EMPTY(&w->fronts))
+		front_free(LIST_FIRST(&w->fronts));
 }
 
 /*
@@ -1044,8 +1029,8 @@ front_drain_all(struct wctx *w)
 	struct front *f, *next;
 	unsigned busy = 0;
 
-	for (f = w->fronts; f != NULL; f = next) {
-		next = f->next;
+	for (f = LIST_FIRST(&w->fronts); f != NULL; f = next) {
+		next = LIST_NEXT(f, link);
 		if (f->closing)
 			continue;
 		if (f->req == NULL && http1_idle(f->parser)) {

@@ -41,14 +41,14 @@ struct handle {
 	unsigned	 nups;
 	enum reg_hstate	 state;
 	unsigned	 refs;		/* streams pointing here */
-	struct stream	*qhead, *qtail;	/* waiting for a replica */
+	TAILQ_HEAD(, stream_qent) queue; /* waiting for a replica */
 	unsigned	 qlen;
 	unsigned	 queue_max;
 	double		 queue_timeout;
 	double		 request_timeout;
 	double		 used;		/* last handle_get(), monotonic */
 	struct handle	*hnext;		/* hash chain */
-	struct handle	*lprev, *lnext;	/* LRU list, most recent first */
+	TAILQ_ENTRY(handle) lru;	/* LRU list, most recent first */
 	unsigned	 detached:1;	/* out of the table: publishes nothing */
 	unsigned	 pinned:1;	/* prewarm: never expires */
 	char		 name[];
@@ -58,7 +58,7 @@ struct handle_table {
 	struct handle	**buckets;
 	unsigned	 nbuckets;	/* a power of two */
 	unsigned	 count;
-	struct handle	*lhead, *ltail;	/* LRU: most recent at the head */
+	TAILQ_HEAD(handle_lru, handle) lru; /* most recent at the head */
 };
 
 struct handle_table *
@@ -68,6 +68,7 @@ handle_table_new(void)
 
 	if ((t = calloc(1, sizeof(*t))) == NULL)
 		return NULL;
+	TAILQ_INIT(&t->lru);
 	t->nbuckets = 64;
 	if ((t->buckets = calloc(t->nbuckets, sizeof(*t->buckets))) == NULL) {
 		free(t);
@@ -104,8 +105,8 @@ handle_table_free(struct handle_table *t)
 
 	if (t == NULL)
 		return;
-	for (h = t->lhead; h != NULL; h = next) {
-		next = h->lnext;
+	for (h = TAILQ_FIRST(&t->lru); h != NULL; h = next) {
+		next = TAILQ_NEXT(h, lru);
 		handle_free(h, 0);
 	}
 	free(t->buckets);
@@ -134,39 +135,13 @@ handle_table_grow(struct handle_table *t)
 }
 
 static void
-handle_lru_unlink(struct handle_table *t, struct handle *h)
-{
-	if (h->lprev != NULL)
-		h->lprev->lnext = h->lnext;
-	else
-		t->lhead = h->lnext;
-	if (h->lnext != NULL)
-		h->lnext->lprev = h->lprev;
-	else
-		t->ltail = h->lprev;
-	h->lprev = h->lnext = NULL;
-}
-
-static void
-handle_lru_push(struct handle_table *t, struct handle *h)
-{
-	h->lprev = NULL;
-	h->lnext = t->lhead;
-	if (t->lhead != NULL)
-		t->lhead->lprev = h;
-	else
-		t->ltail = h;
-	t->lhead = h;
-}
-
-static void
 handle_touch(struct handle_table *t, struct handle *h, double now)
 {
 	h->used = now;
-	if (t->lhead == h)
+	if (TAILQ_FIRST(&t->lru) == h)
 		return;
-	handle_lru_unlink(t, h);
-	handle_lru_push(t, h);
+	TAILQ_REMOVE(&t->lru, h, lru);
+	TAILQ_INSERT_HEAD(&t->lru, h, lru);
 }
 
 static void
@@ -274,6 +249,7 @@ handle_resolve(struct wctx *w, const char *name)
 	}
 	memcpy(h->name, name, len + 1);
 	h->w = w;
+	TAILQ_INIT(&h->queue);
 	handle_settings(h, &lk);
 	handle_set_state(h, REG_H_RESOLVING);
 	if ((h->ups = handle_connect(h, &lk, &h->nups)) == NULL) {
@@ -322,7 +298,7 @@ handle_get(struct wctx *w, const char *name)
 	t->buckets[hv] = h;
 	t->count++;
 	h->used = monotime_coarse();
-	handle_lru_push(t, h);
+	TAILQ_INSERT_HEAD(&t->lru, h, lru);
 	return h;
 }
 
@@ -387,12 +363,7 @@ handle_submit(struct handle *h, struct stream *s)
 		stream_on_fail(s, 503, "queue full");
 		return;
 	}
-	stream_queue_set_next(s, NULL);
-	if (h->qtail != NULL)
-		stream_queue_set_next(h->qtail, s);
-	else
-		h->qhead = s;
-	h->qtail = s;
+	TAILQ_INSERT_TAIL(&h->queue, stream_qent(s), link);
 	if (h->qlen++ == 0)
 		handle_set_waiting(h, 1);
 	handle_publish_queue(h);
@@ -403,23 +374,12 @@ handle_submit(struct handle *h, struct stream *s)
 static void
 handle_dequeue(struct handle *h, struct stream *s)
 {
-	struct stream *p = NULL, *q;
-
-	for (q = h->qhead; q != NULL; p = q, q = stream_queue_next(q)) {
-		if (q != s)
-			continue;
-		if (p != NULL)
-			stream_queue_set_next(p, stream_queue_next(q));
-		else
-			h->qhead = stream_queue_next(q);
-		if (h->qtail == q)
-			h->qtail = p;
-		if (--h->qlen == 0)
-			handle_set_waiting(h, 0);
-		handle_publish_queue(h);
-		stream_unqueued(s);
-		return;
-	}
+	/* O(1): the stream says it is queued, and only here. */
+	TAILQ_REMOVE(&h->queue, stream_qent(s), link);
+	if (--h->qlen == 0)
+		handle_set_waiting(h, 0);
+	handle_publish_queue(h);
+	stream_unqueued(s);
 }
 
 static void
@@ -441,23 +401,24 @@ static const struct stream_queue handle_queue = {
 };
 
 /* Attach waiting streams, oldest first, while replicas have room.  A
- * stream leaves the queue only once attached, so a failed try keeps its
- * place and its deadline. */
+ * failed try puts the stream back in front, so it keeps its place and its
+ * deadline. */
 static void
 handle_dispatch(struct handle *h)
 {
-	struct stream *s, *next;
+	struct stream_qent *e;
 	unsigned before = h->qlen;
 
-	while ((s = h->qhead) != NULL) {
-		/* Read the link first: an attach may fail the stream, and
-		 * a failed stream is freed by its owner at once. */
-		next = stream_queue_next(s);
-		if (handle_try_attach(h, s) == -1)
+	while ((e = TAILQ_FIRST(&h->queue)) != NULL) {
+		/* Out of the queue before the try: an attach may fail the
+		 * stream, and a failed stream is freed by its owner at once.
+		 * Nothing the attach calls looks at this queue (the stream
+		 * is attached or done before any callback runs). */
+		TAILQ_REMOVE(&h->queue, e, link);
+		if (handle_try_attach(h, e->s) == -1) {
+			TAILQ_INSERT_HEAD(&h->queue, e, link);
 			break;
-		h->qhead = next;
-		if (h->qhead == NULL)
-			h->qtail = NULL;
+		}
 		h->qlen--;
 	}
 	if (h->qlen == before)
@@ -473,7 +434,7 @@ static void
 handle_upstream_event(struct handle *h, struct upstream *up)
 {
 	handle_update_state(h);
-	if (h->qhead != NULL)
+	if (!TAILQ_EMPTY(&h->queue))
 		handle_dispatch(h);
 }
 
@@ -524,7 +485,7 @@ handle_refresh(struct wctx *w, const char *name)
 	log_debug("worker %u: resolved %s again: %u replicas (version %u)",
 	    w->id, name, n, lk.version);
 	handle_update_state(h);
-	if (h->qhead != NULL)
+	if (!TAILQ_EMPTY(&h->queue))
 		handle_dispatch(h);
 	return 1;
 }
@@ -543,7 +504,7 @@ handle_unlink(struct handle_table *t, struct handle *h)
 		}
 	}
 	h->hnext = NULL;
-	handle_lru_unlink(t, h);
+	TAILQ_REMOVE(&t->lru, h, lru);
 	t->count--;
 }
 
@@ -606,7 +567,8 @@ handle_table_expire(struct wctx *w, double ttl)
 		return 0;
 	now = monotime_coarse();
 	t0 = monotime_now();
-	while ((h = t->ltail) != NULL && now - h->used >= ttl) {
+	while ((h = TAILQ_LAST(&t->lru, handle_lru)) != NULL &&
+	    now - h->used >= ttl) {
 		if (h->refs > 0 || h->pinned) {
 			handle_touch(t, h, now);
 			continue;

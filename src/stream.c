@@ -40,7 +40,7 @@ struct stream {
 	int		 end_sent;	/* our END (or FLAG_END) is out */
 	int		 responded;	/* RESPONSE arrived */
 	struct deadline	 timer;
-	struct stream	*qnext;
+	struct stream_qent qent;	/* the queue's link */
 	uint64_t	 sent_at;
 	unsigned	 tries;		/* retries so far */
 	/* A copy of the body sent so far, while small, so that a request
@@ -75,6 +75,7 @@ stream_new(struct wctx *w, const struct stream_info *info,
 	if ((s = calloc(1, sizeof(*s))) == NULL)
 		return NULL;
 	s->w = w;
+	s->qent.s = s;
 	s->send_window = WIRE_INITIAL_WINDOW;
 	s->recv_window = WIRE_INITIAL_WINDOW;
 	s->info = *info;
@@ -148,16 +149,10 @@ stream_id(const struct stream *s)
 	return s->id;
 }
 
-struct stream *
-stream_queue_next(struct stream *s)
+struct stream_qent *
+stream_qent(struct stream *s)
 {
-	return s->qnext;
-}
-
-void
-stream_queue_set_next(struct stream *s, struct stream *next)
-{
-	s->qnext = next;
+	return &s->qent;
 }
 
 /* Keep a copy of what goes out while it is small enough to replay. */

@@ -17,6 +17,7 @@
 #ifndef INGRESSD_STREAM_H
 #define INGRESSD_STREAM_H
 
+#include <sys/queue.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -146,8 +147,12 @@ uint64_t	 stream_sent_at(const struct stream *);
 /* Detached from a failed connection before the replica saw it: submit
  * again (bounded tries; the body must be replayable).  0, or -1 if not. */
 int		 stream_retry(struct stream *);
-/* Intrusive queue link for the handle's wait queue. */
-struct stream	*stream_queue_next(struct stream *);
-void		 stream_queue_set_next(struct stream *, struct stream *);
+/* The stream's link in its queue (the handle's TAILQ: O(1) in and out),
+ * owned by the queue while the stream waits there. */
+struct stream_qent {
+	TAILQ_ENTRY(stream_qent) link;
+	struct stream	*s;
+};
+struct stream_qent *stream_qent(struct stream *);
 
 #endif

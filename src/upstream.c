@@ -54,13 +54,13 @@ struct upstream {
 	unsigned	 in_flight;
 	unsigned	 cap;		/* min(conf, HELLO) */
 
-	struct upstream_watch *watchers;	/* handles using it */
-	struct upstream_watch *waiters;		/* ... with requests queued */
+	LIST_HEAD(, upstream_watch) watchers;	/* handles using it */
+	LIST_HEAD(, upstream_watch) waiters;	/* ... with requests queued */
 	unsigned	 nwatch;			/* on both lists */
 	struct evbuffer	*scratch;	/* DATA payloads on their way out */
 	uint64_t	 out_added;	/* bytes ever queued on this connection */
 	uint64_t	 written_at_close; /* of those, in the socket at a linger */
-	struct upstream	*next;		/* the worker's pool */
+	LIST_ENTRY(upstream) link;	/* the worker's pool */
 };
 
 static void	upstream_connect(struct upstream *);
@@ -107,7 +107,7 @@ upstream_tell_list(struct upstream *up, struct upstream_watch *w)
 	struct upstream_watch *next;
 
 	for (; w != NULL; w = next) {
-		next = w->next;
+		next = LIST_NEXT(w, link);
 		w->event(w->h, up);
 	}
 }
@@ -116,8 +116,8 @@ upstream_tell_list(struct upstream *up, struct upstream_watch *w)
 static void
 upstream_tell(struct upstream *up)
 {
-	upstream_tell_list(up, up->watchers);
-	upstream_tell_list(up, up->waiters);
+	upstream_tell_list(up, LIST_FIRST(&up->watchers));
+	upstream_tell_list(up, LIST_FIRST(&up->waiters));
 }
 
 static void
@@ -162,10 +162,9 @@ upstream_write(struct upstream *up, const void *p, size_t n)
 struct upstream *
 upstream_get(struct wctx *w, struct reg_endpoint *ep)
 {
-	struct upstream **pool = &w->upstreams;
 	struct upstream *up;
 
-	for (up = *pool; up != NULL; up = up->next) {
+	LIST_FOREACH(up, &w->upstreams, link) {
 		if (up->ep == ep) {
 			if (up->released)
 				upstream_revive(up);
@@ -188,8 +187,7 @@ upstream_get(struct wctx *w, struct reg_endpoint *ep)
 		free(up);
 		return NULL;
 	}
-	up->next = *pool;
-	*pool = up;
+	LIST_INSERT_HEAD(&w->upstreams, up, link);
 	upstream_connect(up);
 	return up;
 }
@@ -228,11 +226,10 @@ upstream_goodbye(struct upstream *up, const char *text)
 void
 upstream_pool_free(struct wctx *w)
 {
-	struct upstream **pool = &w->upstreams;
 	struct upstream *up, *next;
 
-	for (up = *pool; up != NULL; up = next) {
-		next = up->next;
+	for (up = LIST_FIRST(&w->upstreams); up != NULL; up = next) {
+		next = LIST_NEXT(up, link);
 		upstream_goodbye(up, "ingressd stopping");
 		upstream_close(up);
 		event_free(up->timer);
@@ -240,34 +237,22 @@ upstream_pool_free(struct wctx *w)
 		free(up->slots);
 		free(up);
 	}
-	*pool = NULL;
+	LIST_INIT(&w->upstreams);
 }
 
 static void
 upstream_link(struct upstream *up, struct upstream_watch *w)
 {
-	struct upstream_watch **head = w->waiting ? &up->waiters :
-	    &up->watchers;
-
-	w->prev = NULL;
-	w->next = *head;
-	if (*head != NULL)
-		(*head)->prev = w;
-	*head = w;
+	if (w->waiting)
+		LIST_INSERT_HEAD(&up->waiters, w, link);
+	else
+		LIST_INSERT_HEAD(&up->watchers, w, link);
 }
 
 static void
 upstream_unlink(struct upstream *up, struct upstream_watch *w)
 {
-	if (w->prev != NULL)
-		w->prev->next = w->next;
-	else if (w->waiting)
-		up->waiters = w->next;
-	else
-		up->watchers = w->next;
-	if (w->next != NULL)
-		w->next->prev = w->prev;
-	w->prev = w->next = NULL;
+	LIST_REMOVE(w, link);
 }
 
 void
@@ -594,7 +579,7 @@ upstream_detach(struct upstream *up, uint32_t id)
 		return;
 	}
 	if (was_full)
-		upstream_tell_list(up, up->waiters);
+		upstream_tell_list(up, LIST_FIRST(&up->waiters));
 }
 
 static void

@@ -14,6 +14,7 @@
 #ifndef INGRESSD_UPSTREAM_H
 #define INGRESSD_UPSTREAM_H
 
+#include <sys/queue.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -37,7 +38,7 @@ struct upstream;
 struct upstream_watch {
 	struct handle	*h;
 	void		(*event)(struct handle *, struct upstream *);
-	struct upstream_watch *prev, *next;
+	LIST_ENTRY(upstream_watch) link;
 	int		 waiting;	/* on the waiters' list */
 };
 

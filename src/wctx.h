@@ -11,6 +11,7 @@
 #ifndef INGRESSD_WCTX_H
 #define INGRESSD_WCTX_H
 
+#include <sys/queue.h>
 #include <stdint.h>
 
 struct accesslog_slot;
@@ -31,8 +32,8 @@ struct wctx {
 	const struct route_table *routes; /* the current snapshot's */
 	struct registry	*reg;
 	struct handle_table *handles;
-	struct upstream	*upstreams;	/* upstream.c's pool (its list head) */
-	struct front	*fronts;	/* front.c's client connections */
+	LIST_HEAD(wctx_upstreams, upstream) upstreams; /* upstream.c's pool */
+	LIST_HEAD(wctx_fronts, front) fronts;	/* front.c's connections */
 	uint32_t	 rng;		/* balance_pick's xorshift state */
 	uint32_t	 rid_prefix;	/* request ids: random per worker, */
 	uint64_t	 rid_counter;	/* then a counter */
