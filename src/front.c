@@ -23,6 +23,7 @@
 #include <event2/buffer.h>
 #include <event2/event.h>
 
+#include "accesslog.h"
 #include "admin.h"
 #include "clientlim.h"
 #include "deadline.h"
@@ -30,7 +31,6 @@
 #include "front.h"
 #include "handle.h"
 #include "http1.h"
-#include "accesslog.h"
 #include "log.h"
 #include "metrics.h"
 #include "net.h"
@@ -221,8 +221,8 @@ front_respond_admin(struct front *f)
 	if (f->admin_big)
 		status = 413;
 	else
-		status = admin_handle(f->w->worker, f->req, f->admin, f->admin_body,
-		    f->admin_len, &body, &len, &ctype);
+		status = admin_handle(f->w->worker, f->req, f->admin,
+		    f->admin_body, f->admin_len, &body, &len, &ctype);
 	free(f->admin_body);
 	f->admin_body = NULL;
 	f->admin_len = 0;
@@ -355,7 +355,8 @@ front_stream_release(struct front *f, int abort)
 	else
 		stream_free(f->stream);
 	f->stream = NULL;
-	handle_drop(f->handle);
+	if (f->handle != NULL)
+		handle_drop(f->handle);
 	f->handle = NULL;
 }
 

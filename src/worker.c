@@ -218,7 +218,8 @@ worker_new(unsigned id, struct worker_snap *snap, struct registry *reg,
 	w->ctx.worker = w;
 	w->ctx.metrics = metrics_slot(id);
 	w->ctx.alog = accesslog_slot(id);
-	w->hooks = *hooks;
+	if (hooks != NULL)
+		w->hooks = *hooks;
 	atomic_init(&w->busy, -1);
 	if (worker_push_gen(w, snap) == -1) {
 		free(w);

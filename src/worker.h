@@ -30,7 +30,8 @@ struct worker;
  * What the worker calls back into the front edge, filled in by main: the
  * worker knows the thread and its loop, not the protocols it carries.
  * drain_all: close idle client connections, end busy ones after their
- * response (returns how many are still busy).  free_all: free every client connection (the worker is going).
+ * response (returns how many are still busy).  free_all: free every
+ * client connection (the worker is going).
  */
 struct worker_hooks {
 	unsigned (*drain_all)(struct wctx *);
@@ -45,7 +46,7 @@ void		 worker_snap_ref(struct worker_snap *);
 void		 worker_snap_unref(struct worker_snap *);
 const struct conf *worker_snap_conf(const struct worker_snap *);
 
-/* Takes a reference to snap; hooks are copied. */
+/* Takes a reference to snap; hooks are copied (NULL: none). */
 struct worker	*worker_new(unsigned id, struct worker_snap *,
 		    struct registry *, const struct worker_hooks *);
 void		 worker_free(struct worker *);

@@ -700,8 +700,8 @@ warm_up(void)
 	CHECK(fd_nonblock(fds[0]) == 0 && fd_nonblock(fds[1]) == 0);
 	memset(&sa, 0, sizeof sa);
 	sa.sun_family = AF_UNIX;
-	front_accept(worker_ctx(w), fds[0], (struct sockaddr *)&sa, sizeof(sa_family_t),
-	    0);
+	front_accept(worker_ctx(w), fds[0], (struct sockaddr *)&sa,
+	    sizeof(sa_family_t), 0);
 	CHECK(write(fds[1], req, sizeof req - 1) == sizeof req - 1);
 	for (i = 0; i < 500 && strstr(out.p ? out.p : "", "\r\n\r\nok") ==
 	    NULL; i++) {
@@ -747,8 +747,8 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	CHECK(fd_nonblock(fds[0]) == 0 && fd_nonblock(fds[1]) == 0);
 	memset(&sa, 0, sizeof sa);
 	sa.sun_family = AF_UNIX;
-	front_accept(worker_ctx(w), fds[0], (struct sockaddr *)&sa, sizeof(sa_family_t),
-	    0);
+	front_accept(worker_ctx(w), fds[0], (struct sockaddr *)&sa,
+	    sizeof(sa_family_t), 0);
 	settle(fds[1], &out, &eof, p, n, &sent, piece);
 	eof_before_close = eof;
 	/* The client goes away: whatever is still open gets cancelled. */
