@@ -19,13 +19,12 @@
 #include "accesslog.h"
 #include "conf.h"
 #include "reqlog.h"
-#include "worker.h"
 
 #define AL_BUF		(64 * 1024)
 #define AL_LINE_MAX	(12 * 1024)	/* flush first when less is left */
 #define AL_TARGET_MAX	2048		/* bytes of the target logged */
 
-struct al_worker {
+struct accesslog_slot {
 	char		 buf[AL_BUF];
 	size_t		 len;
 	time_t		 sec;		/* the second stamp[] was made for */
@@ -39,7 +38,7 @@ struct al_out {
 	size_t		 left;
 };
 
-static struct al_worker *al_workers;
+static struct accesslog_slot *al_workers;
 static unsigned	 al_nworkers;
 static _Atomic int al_fd = -1;		/* ours for life once set */
 static _Atomic int al_format = -1;	/* -1: off */
@@ -157,18 +156,15 @@ al_write_all(int fd, const char *p, size_t n)
 	}
 }
 
-static struct al_worker *
-al_slot(struct worker *w)
+struct accesslog_slot *
+accesslog_slot(unsigned id)
 {
-	unsigned id = worker_id(w);
-
 	return al_workers != NULL && id < al_nworkers ? &al_workers[id] : NULL;
 }
 
 void
-accesslog_flush(struct worker *w)
+accesslog_flush(struct accesslog_slot *aw)
 {
-	struct al_worker *aw = al_slot(w);
 	int fd = atomic_load(&al_fd);
 
 	if (aw == NULL || aw->len == 0)
@@ -273,7 +269,7 @@ al_json_cstr(struct al_out *o, const char *s)
 
 /* The second's stamps are made once per second per worker. */
 static void
-al_stamps(struct al_worker *aw, time_t sec)
+al_stamps(struct accesslog_slot *aw, time_t sec)
 {
 	struct tm tm;
 
@@ -299,7 +295,7 @@ al_target_len(const struct reqlog *r)
 }
 
 static void
-al_combined(struct al_out *o, struct al_worker *aw, const struct reqlog *r)
+al_combined(struct al_out *o, struct accesslog_slot *aw, const struct reqlog *r)
 {
 	al_printf(o, "%s - - %s \"", r->peer, aw->stamp);
 	if (r->method != NULL) {
@@ -334,7 +330,7 @@ al_combined(struct al_out *o, struct al_worker *aw, const struct reqlog *r)
 }
 
 static void
-al_json(struct al_out *o, struct al_worker *aw, const struct reqlog *r)
+al_json(struct al_out *o, struct accesslog_slot *aw, const struct reqlog *r)
 {
 	int ms = (int)((r->t_start - (double)aw->sec) * 1000);
 
@@ -369,16 +365,15 @@ al_json(struct al_out *o, struct al_worker *aw, const struct reqlog *r)
 }
 
 void
-accesslog_write(struct worker *w, const struct reqlog *r)
+accesslog_write(struct accesslog_slot *aw, const struct reqlog *r)
 {
-	struct al_worker *aw;
 	struct al_out o;
 	int format = atomic_load_explicit(&al_format, memory_order_relaxed);
 
-	if (format == -1 || (aw = al_slot(w)) == NULL)
+	if (format == -1 || aw == NULL)
 		return;
 	if (AL_BUF - aw->len < AL_LINE_MAX)
-		accesslog_flush(w);
+		accesslog_flush(aw);
 	al_stamps(aw, (time_t)r->t_start);
 	o.p = aw->buf + aw->len;
 	o.left = AL_LINE_MAX;

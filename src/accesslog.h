@@ -15,7 +15,7 @@
 #include <stddef.h>
 
 struct reqlog;
-struct worker;
+struct accesslog_slot;
 
 /* Main thread, before the workers start. */
 int	 accesslog_init(unsigned nworkers);
@@ -33,8 +33,11 @@ int	 accesslog_stderr(void);
 void	 accesslog_set(const char *path, int fd, int format);
 /* Main thread: open the same path again (SIGUSR1).  -1 and err. */
 int	 accesslog_reopen(char *err, size_t errlen);
-/* Worker threads. */
-void	 accesslog_write(struct worker *, const struct reqlog *);
-void	 accesslog_flush(struct worker *);
+/* Main thread, after accesslog_init(): worker id's buffer, or NULL.  The
+ * worker keeps it in its context (wctx.h). */
+struct accesslog_slot *accesslog_slot(unsigned id);
+/* Worker threads, each with its own slot (NULL: nothing logged). */
+void	 accesslog_write(struct accesslog_slot *, const struct reqlog *);
+void	 accesslog_flush(struct accesslog_slot *);
 
 #endif

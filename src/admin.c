@@ -376,7 +376,8 @@ admin_handle(struct worker *w, const struct http1_request *r, int admin,
 	/* Metrics only where operators look: not on the public listeners. */
 	if (admin && (admin_path_is(r, "/-/metrics") ||
 	    admin_path_is(r, "/metrics"))) {
-		if ((*body = metrics_render(worker_registry(w), len)) == NULL)
+		if ((*body = metrics_render(worker_registry(w), worker_conns(),
+		    len)) == NULL)
 			return 500;
 		*ctype = "text/plain; version=0.0.4; charset=utf-8";
 		return 200;

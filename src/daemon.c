@@ -36,6 +36,7 @@
 #include "ctl.h"
 #include "daemon.h"
 #include "dns.h"
+#include "front.h"
 #include "handle.h"
 #include "log.h"
 #include "metrics.h"
@@ -120,7 +121,8 @@ daemon_listen(struct daemon *d, const char *key, const char *text, int admin,
 				    strerror(errno));
 			goto fail;
 		}
-		if (worker_add_listener(d->workers[i], fd, admin) == -1) {
+		if (worker_add_listener(d->workers[i], fd, admin ?
+		    front_accept_admin : front_accept_client, NULL) == -1) {
 			close(fd);
 			snprintf(msg, sizeof(msg), "%s: too many listeners",
 			    text);
@@ -171,7 +173,7 @@ daemon_logs(struct daemon *d, char *err, size_t errlen)
 static void
 daemon_prewarm_cb(struct worker *w, void *arg)
 {
-	handle_get(w, arg);
+	handle_get(worker_ctx(w), arg);
 }
 
 /* On each worker's thread. */
@@ -220,6 +222,12 @@ daemon_names_changed(void *arg, const struct reg_change *ch, unsigned n)
 		worker_post(d->workers[i], daemon_names_cb, job);
 }
 
+/* The front edge, as the workers call it. */
+static const struct worker_hooks daemon_worker_hooks = {
+	.drain_all = front_drain_all,
+	.free_all = front_free_all,
+};
+
 /* Workers made and their sockets bound; no thread runs yet. */
 static int
 daemon_bind(struct daemon *d, char *err, size_t errlen)
@@ -229,7 +237,8 @@ daemon_bind(struct daemon *d, char *err, size_t errlen)
 	char key[32];
 
 	for (i = 0; i < d->nworkers; i++) {
-		if ((d->workers[i] = worker_new(i, d->snap, d->reg)) == NULL) {
+		if ((d->workers[i] = worker_new(i, d->snap, d->reg,
+		    &daemon_worker_hooks)) == NULL) {
 			snprintf(err, errlen, "worker %u: out of memory", i);
 			return -1;
 		}

@@ -23,6 +23,7 @@
 #include <event2/buffer.h>
 #include <event2/event.h>
 
+#include "accesslog.h"
 #include "admin.h"
 #include "clientlim.h"
 #include "deadline.h"
@@ -31,12 +32,14 @@
 #include "handle.h"
 #include "http1.h"
 #include "log.h"
+#include "metrics.h"
 #include "net.h"
 #include "reqlog.h"
 #include "resp.h"
 #include "route.h"
 #include "sock.h"
 #include "stream.h"
+#include "wctx.h"
 #include "wire.h"
 #include "worker.h"
 
@@ -58,7 +61,7 @@
 enum front_timer { T_NONE, T_HEADER, T_BODY, T_IDLE, T_WATCH };
 
 struct front {
-	struct worker	*w;
+	struct wctx	*w;		/* the worker's context */
 	struct sock	*sock;
 	struct http1	*parser;
 	struct deadline	 timer;		/* header, body, idle or linger */
@@ -72,6 +75,7 @@ struct front {
 	const struct http1_request *req;
 	char		 client[64];	/* behind trusted proxies; "": peer */
 	struct stream	*stream;
+	struct handle	*handle;	/* held while stream is set */
 	int		 req_done;	/* the whole request was read */
 	int		 resp_done;	/* the whole response was queued */
 	int		 resp_started;	/* a status line went out */
@@ -91,7 +95,7 @@ struct front {
 	char		*admin_body;	/* an admin request's body */
 	size_t		 admin_len;
 	int		 admin_big;	/* ... over ADMIN_MAX_BODY */
-	struct front	*prev, *next;	/* the worker's connections */
+	LIST_ENTRY(front) link;		/* the worker's connections */
 	struct reqlog	 log;		/* the current request, for reqlog */
 	uint64_t	 client_key;	/* for clientlim_close() */
 	double		 t_attach;
@@ -106,7 +110,7 @@ static void	front_timeout_close(struct front *, const char *);
 static void
 front_arm(struct front *f, enum front_timer kind)
 {
-	const struct conf_timeouts *t = &worker_conf(f->w)->timeouts;
+	const struct conf_timeouts *t = &f->w->conf->timeouts;
 
 	f->timer_kind = kind;
 	deadline_set(&f->timer, kind == T_HEADER ? t->header :
@@ -147,7 +151,7 @@ front_now(struct front *f)
 {
 	struct timeval tv;
 
-	event_base_gettimeofday_cached(worker_base(f->w), &tv);
+	event_base_gettimeofday_cached(f->w->base, &tv);
 	return (double)tv.tv_sec + (double)tv.tv_usec / 1e6;
 }
 
@@ -170,7 +174,8 @@ front_reqlog(struct front *f, int aborted)
 	f->log.total_s = front_now(f) - f->log.t_start;
 	if (f->t_attach > 0)
 		f->log.upstream_s = front_now(f) - f->t_attach;
-	reqlog_done(f->w, &f->log);
+	metrics_request(f->w->metrics, &f->log);
+	accesslog_write(f->w->alog, &f->log);
 	memset(&f->log, 0, sizeof(f->log));
 	f->client[0] = '\0';
 	f->log.upstream_s = -1;
@@ -218,8 +223,8 @@ front_respond_admin(struct front *f)
 	if (f->admin_big)
 		status = 413;
 	else
-		status = admin_handle(f->w, f->req, f->admin, f->admin_body,
-		    f->admin_len, &body, &len, &ctype);
+		status = admin_handle(f->w->worker, f->req, f->admin,
+		    f->admin_body, f->admin_len, &body, &len, &ctype);
 	free(f->admin_body);
 	f->admin_body = NULL;
 	f->admin_len = 0;
@@ -342,12 +347,26 @@ front_resp_data_write(struct front *f, struct evbuffer *buf, size_t n)
 	}
 }
 
+/* The stream goes: freed when it is over, aborted (cancelled, unqueued)
+ * when not; then its handle is let go. */
+static void
+front_stream_release(struct front *f, int abort)
+{
+	if (abort)
+		stream_abort(f->stream);
+	else
+		stream_free(f->stream);
+	f->stream = NULL;
+	if (f->handle != NULL)
+		handle_drop(f->handle);
+	f->handle = NULL;
+}
+
 /* The stream is over: let go of it, then carry on from the loop's top. */
 static void
 front_stream_done(struct front *f)
 {
-	stream_free(f->stream);
-	f->stream = NULL;
+	front_stream_release(f, 0);
 	f->resp_done = 1;
 	front_schedule(f);
 }
@@ -586,7 +605,7 @@ front_timeout(const struct http1_field *fl, double conf_timeout)
 static void
 front_client(struct front *f, const struct http1_request *r)
 {
-	const struct conf *conf = worker_conf(f->w);
+	const struct conf *conf = f->w->conf;
 
 	f->client[0] = '\0';
 	if (conf->ntrusted_proxies != 0 && realip_trusted(conf->trusted_proxies,
@@ -625,7 +644,7 @@ front_req_head(void *arg, struct http1_request *r)
 		f->local_status = -1;		/* answered at the end */
 		return 0;
 	}
-	rt = f->admin ? NULL : route_match(worker_routes(f->w), r->host,
+	rt = f->admin ? NULL : route_match(f->w->routes, r->host,
 	    r->host_len, r->target, r->path_len);
 	if (rt == NULL) {
 		f->local_status = 404;
@@ -660,7 +679,9 @@ front_req_head(void *arg, struct http1_request *r)
 		f->local_why = "out of memory";
 		return 0;
 	}
-	stream_submit(f->stream, h);	/* may fail it at once (queue full) */
+	f->handle = h;
+	handle_hold(h);		/* retries come back to it: keep it */
+	handle_submit(h, f->stream);	/* may fail it at once (queue full) */
 	return 0;
 }
 
@@ -706,30 +727,17 @@ static const struct http1_callbacks front_http1_callbacks = {
 static void
 front_link(struct front *f)
 {
-	struct front **head = (struct front **)worker_front_list(f->w);
-
-	f->prev = NULL;
-	f->next = *head;
-	if (*head != NULL)
-		(*head)->prev = f;
-	*head = f;
+	LIST_INSERT_HEAD(&f->w->fronts, f, link);
 }
 
 static void
 front_free(struct front *f)
 {
-	struct front **head = (struct front **)worker_front_list(f->w);
-
-	if (f->prev != NULL)
-		f->prev->next = f->next;
-	else
-		*head = f->next;
-	if (f->next != NULL)
-		f->next->prev = f->prev;
+	LIST_REMOVE(f, link);
 	if (f->req != NULL || f->log.status != 0)
 		front_reqlog(f, !f->resp_done);
 	if (f->stream != NULL)
-		stream_abort(f->stream);
+		front_stream_release(f, 1);
 	http1_free(f->parser);
 	sock_free(f->sock);
 	deadline_del(&f->timer);
@@ -749,10 +757,8 @@ front_close(struct front *f)
 	f->closing = 1;
 	front_disarm(f);
 	sock_read_enable(f->sock, 0);
-	if (f->stream != NULL) {
-		stream_abort(f->stream);
-		f->stream = NULL;
-	}
+	if (f->stream != NULL)
+		front_stream_release(f, 1);
 	/* A client that never reads must not keep us forever. */
 	front_arm(f, T_HEADER);
 	front_schedule(f);
@@ -788,10 +794,8 @@ front_parse_error(struct front *f)
 	log_debug("client %s: %d: %s", f->peer, status,
 	    http1_error_reason(f->parser));
 	f->keep_alive = 0;
-	if (f->stream != NULL) {
-		stream_abort(f->stream);
-		f->stream = NULL;
-	}
+	if (f->stream != NULL)
+		front_stream_release(f, 1);
 	if (!f->resp_started) {
 		size_t before = front_out_len(f);
 
@@ -818,7 +822,7 @@ front_body_too_slow(struct front *f)
 {
 	double elapsed = front_now(f) - f->log.t_start;
 
-	return elapsed > worker_conf(f->w)->timeouts.body &&
+	return elapsed > f->w->conf->timeouts.body &&
 	    (double)f->log.bytes_in < elapsed * FRONT_MIN_BODY_RATE;
 }
 
@@ -970,10 +974,10 @@ front_refuse(int fd)
 }
 
 void
-front_accept(struct worker *w, int fd, const struct sockaddr *sa, int socklen,
+front_accept(struct wctx *w, int fd, const struct sockaddr *sa, int socklen,
     int admin)
 {
-	const struct conf *conf = worker_conf(w);
+	const struct conf *conf = w->conf;
 	struct http1_limits lim;
 	struct front *f;
 
@@ -1004,9 +1008,9 @@ front_accept(struct worker *w, int fd, const struct sockaddr *sa, int socklen,
 	lim.max_headers = conf->limits.max_headers;
 	lim.max_body = conf->limits.max_body;
 	f->parser = http1_new(&lim, &front_http1_callbacks, f);
-	f->sock = sock_new(worker_base(w), fd, &front_sock_cbs, f);
-	deadline_init(&f->timer, worker_base(w), front_timer_cb, f);
-	f->resume = event_new(worker_base(w), -1, 0, front_resume_cb, f);
+	f->sock = sock_new(w->base, fd, &front_sock_cbs, f);
+	deadline_init(&f->timer, w->base, front_timer_cb, f);
+	f->resume = event_new(w->base, -1, 0, front_resume_cb, f);
 	if (f->parser == NULL || f->sock == NULL || f->resume == NULL) {
 		if (f->sock == NULL)
 			evutil_closesocket(fd);
@@ -1031,12 +1035,10 @@ front_accept(struct worker *w, int fd, const struct sockaddr *sa, int socklen,
 
 /* Worker shutdown: every connection goes, in-flight requests cancelled. */
 void
-front_free_all(struct worker *w)
+front_free_all(struct wctx *w)
 {
-	struct front **head = (struct front **)worker_front_list(w);
-
-	while (*head != NULL)
-		front_free(*head);
+	while (!LIST_EMPTY(&w->fronts))
+		front_free(LIST_FIRST(&w->fronts));
 }
 
 /*
@@ -1045,13 +1047,13 @@ front_free_all(struct worker *w)
  * Returns how many connections are still busy.
  */
 unsigned
-front_drain_all(struct worker *w)
+front_drain_all(struct wctx *w)
 {
 	struct front *f, *next;
 	unsigned busy = 0;
 
-	for (f = *(struct front **)worker_front_list(w); f != NULL; f = next) {
-		next = f->next;
+	for (f = LIST_FIRST(&w->fronts); f != NULL; f = next) {
+		next = LIST_NEXT(f, link);
 		if (f->closing)
 			continue;
 		if (f->req == NULL && http1_idle(f->parser)) {
@@ -1062,4 +1064,19 @@ front_drain_all(struct worker *w)
 		busy++;
 	}
 	return busy;
+}
+
+/* worker_add_listener's accept functions, by listener kind. */
+void
+front_accept_client(struct wctx *w, int fd, const struct sockaddr *sa,
+    int socklen, void *arg)
+{
+	front_accept(w, fd, sa, socklen, 0);
+}
+
+void
+front_accept_admin(struct wctx *w, int fd, const struct sockaddr *sa,
+    int socklen, void *arg)
+{
+	front_accept(w, fd, sa, socklen, 1);
 }

@@ -12,13 +12,21 @@
 
 #include <sys/socket.h>
 
-struct worker;
+struct wctx;
 
-void	front_accept(struct worker *, int fd, const struct sockaddr *,
+/* A new client connection, on the worker's thread; admin: it came to the
+ * admin listener. */
+void	front_accept(struct wctx *, int fd, const struct sockaddr *,
 	    int socklen, int admin);
-void	front_free_all(struct worker *);
-/* Close idle connections, end busy ones after their response; returns
- * the number still busy. */
-unsigned front_drain_all(struct worker *);
+/* The same, in the shape worker_add_listener() takes (arg unused). */
+void	front_accept_client(struct wctx *, int fd, const struct sockaddr *,
+	    int socklen, void *arg);
+void	front_accept_admin(struct wctx *, int fd, const struct sockaddr *,
+	    int socklen, void *arg);
+/* The worker's hooks (worker_hooks): free every connection; close idle
+ * connections, end busy ones after their response, returning the number
+ * still busy. */
+void	front_free_all(struct wctx *);
+unsigned front_drain_all(struct wctx *);
 
 #endif

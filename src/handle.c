@@ -27,7 +27,7 @@
 #include "registry.h"
 #include "stream.h"
 #include "upstream.h"
-#include "worker.h"
+#include "wctx.h"
 
 /* One replica of the handle: its connection and the handle's watch on it
  * (linked while the handle uses it; never moved meanwhile). */
@@ -37,20 +37,20 @@ struct handle_up {
 };
 
 struct handle {
-	struct worker	*w;
+	struct wctx	*w;		/* the worker's context */
 	struct reg_deployment *dep;
 	struct handle_up *ups;
 	unsigned	 nups;
 	enum reg_hstate	 state;
 	unsigned	 refs;		/* streams pointing here */
-	struct stream	*qhead, *qtail;	/* waiting for a replica */
+	TAILQ_HEAD(, stream_qent) queue; /* waiting for a replica */
 	unsigned	 qlen;
 	unsigned	 queue_max;
 	double		 queue_timeout;
 	double		 request_timeout;
 	double		 used;		/* last handle_get(), monotonic */
 	struct handle	*hnext;		/* hash chain */
-	struct handle	*lprev, *lnext;	/* LRU list, most recent first */
+	TAILQ_ENTRY(handle) lru;	/* LRU list, most recent first */
 	unsigned	 detached:1;	/* out of the table: publishes nothing */
 	unsigned	 pinned:1;	/* prewarm: never expires */
 	char		 name[];
@@ -60,7 +60,7 @@ struct handle_table {
 	struct handle	**buckets;
 	unsigned	 nbuckets;	/* a power of two */
 	unsigned	 count;
-	struct handle	*lhead, *ltail;	/* LRU: most recent at the head */
+	TAILQ_HEAD(handle_lru, handle) lru; /* most recent at the head */
 };
 
 struct handle_table *
@@ -70,6 +70,7 @@ handle_table_new(void)
 
 	if ((t = calloc(1, sizeof(*t))) == NULL)
 		return NULL;
+	TAILQ_INIT(&t->lru);
 	t->nbuckets = 64;
 	if ((t->buckets = calloc(t->nbuckets, sizeof(*t->buckets))) == NULL) {
 		free(t);
@@ -106,8 +107,8 @@ handle_table_free(struct handle_table *t)
 
 	if (t == NULL)
 		return;
-	for (h = t->lhead; h != NULL; h = next) {
-		next = h->lnext;
+	for (h = TAILQ_FIRST(&t->lru); h != NULL; h = next) {
+		next = TAILQ_NEXT(h, lru);
 		handle_free(h, 0);
 	}
 	free(t->buckets);
@@ -136,39 +137,13 @@ handle_table_grow(struct handle_table *t)
 }
 
 static void
-handle_lru_unlink(struct handle_table *t, struct handle *h)
-{
-	if (h->lprev != NULL)
-		h->lprev->lnext = h->lnext;
-	else
-		t->lhead = h->lnext;
-	if (h->lnext != NULL)
-		h->lnext->lprev = h->lprev;
-	else
-		t->ltail = h->lprev;
-	h->lprev = h->lnext = NULL;
-}
-
-static void
-handle_lru_push(struct handle_table *t, struct handle *h)
-{
-	h->lprev = NULL;
-	h->lnext = t->lhead;
-	if (t->lhead != NULL)
-		t->lhead->lprev = h;
-	else
-		t->ltail = h;
-	t->lhead = h;
-}
-
-static void
 handle_touch(struct handle_table *t, struct handle *h, double now)
 {
 	h->used = now;
-	if (t->lhead == h)
+	if (TAILQ_FIRST(&t->lru) == h)
 		return;
-	handle_lru_unlink(t, h);
-	handle_lru_push(t, h);
+	TAILQ_REMOVE(&t->lru, h, lru);
+	TAILQ_INSERT_HEAD(&t->lru, h, lru);
 }
 
 static void
@@ -176,18 +151,18 @@ handle_set_state(struct handle *h, enum reg_hstate st)
 {
 	if (h->state == st)
 		return;
-	log_debug("worker %u: %s: %d -> %d", worker_id(h->w), h->name,
+	log_debug("worker %u: %s: %d -> %d", h->w->id, h->name,
 	    h->state, st);
 	h->state = st;
 	if (!h->detached)
-		registry_publish_hstate(h->dep, worker_id(h->w), st);
+		registry_publish_hstate(h->dep, h->w->id, st);
 }
 
 static void
 handle_publish_queue(struct handle *h)
 {
 	if (!h->detached)
-		registry_publish_queued(h->dep, worker_id(h->w), h->qlen);
+		registry_publish_queued(h->dep, h->w->id, h->qlen);
 }
 
 /* READY if any replica is; FAILED only while none is even trying. */
@@ -207,7 +182,7 @@ handle_update_state(struct handle *h)
 static void
 handle_settings(struct handle *h, const struct reg_lookup *lk)
 {
-	const struct conf *conf = worker_conf(h->w);
+	const struct conf *conf = h->w->conf;
 
 	h->dep = lk->dep;
 	h->queue_max = lk->queue_max;
@@ -217,6 +192,9 @@ handle_settings(struct handle *h, const struct reg_lookup *lk)
 	    conf->timeouts.request;
 	h->pinned = lk->prewarm != 0;
 }
+
+static void	handle_upstream_event(struct handle *, struct upstream *);
+static const struct stream_queue handle_queue;
 
 /* This worker's connections to the endpoints, each watched by h once
  * (an address listed twice is one replica). */
@@ -239,6 +217,7 @@ handle_connect(struct handle *h, const struct reg_lookup *lk, unsigned *n)
 			continue;
 		ups[*n].up = up;
 		ups[*n].watch.h = h;
+		ups[*n].watch.event = handle_upstream_event;
 		upstream_watch(up, &ups[*n].watch);
 		(*n)++;
 	}
@@ -258,13 +237,13 @@ handle_set_waiting(struct handle *h, int waiting)
 
 /* RESOLVING -> WARMING: ask the registry, then connect to each replica. */
 static struct handle *
-handle_resolve(struct worker *w, const char *name)
+handle_resolve(struct wctx *w, const char *name)
 {
 	struct reg_lookup lk;
 	struct handle *h;
 	size_t len = strlen(name);
 
-	if (registry_lookup(worker_registry(w), name, &lk) == -1)
+	if (registry_lookup(w->reg, name, &lk) == -1)
 		return NULL;
 	if ((h = calloc(1, sizeof(*h) + len + 1)) == NULL) {
 		free(lk.eps);
@@ -272,17 +251,18 @@ handle_resolve(struct worker *w, const char *name)
 	}
 	memcpy(h->name, name, len + 1);
 	h->w = w;
+	TAILQ_INIT(&h->queue);
 	handle_settings(h, &lk);
 	handle_set_state(h, REG_H_RESOLVING);
 	if ((h->ups = handle_connect(h, &lk, &h->nups)) == NULL) {
-		registry_publish_hstate(h->dep, worker_id(w), REG_H_IDLE);
+		registry_publish_hstate(h->dep, w->id, REG_H_IDLE);
 		free(lk.eps);
 		free(h);
 		return NULL;
 	}
 	free(lk.eps);
 	handle_update_state(h);
-	log_debug("worker %u: resolved %s: %u replicas", worker_id(w), name,
+	log_debug("worker %u: resolved %s: %u replicas", w->id, name,
 	    h->nups);
 	return h;
 }
@@ -301,9 +281,9 @@ handle_find(struct handle_table *t, const char *name)
 }
 
 struct handle *
-handle_get(struct worker *w, const char *name)
+handle_get(struct wctx *w, const char *name)
 {
-	struct handle_table *t = worker_handles(w);
+	struct handle_table *t = w->handles;
 	struct handle *h;
 	uint32_t hv;
 
@@ -320,7 +300,7 @@ handle_get(struct worker *w, const char *name)
 	t->buckets[hv] = h;
 	t->count++;
 	h->used = monotime_coarse();
-	handle_lru_push(t, h);
+	TAILQ_INSERT_HEAD(&t->lru, h, lru);
 	return h;
 }
 
@@ -366,6 +346,8 @@ handle_try_attach(struct handle *h, struct stream *s)
 	unsigned i, n = h->nups;
 	int k;
 
+	if (n == 0)
+		return -1;
 	/* Every replica is a candidate; only very large deployments pay
 	 * for an allocation. */
 	if (n > 64 && (cand = calloc(n, sizeof(*cand))) == NULL)
@@ -375,7 +357,7 @@ handle_try_attach(struct handle *h, struct stream *s)
 		cand[i].load = upstream_in_flight(h->ups[i].up);
 		cand[i].cap = upstream_capacity(h->ups[i].up);
 	}
-	k = balance_pick(cand, n, worker_rng(h->w));
+	k = balance_pick(cand, n, &h->w->rng);
 	if (cand != stack)
 		free(cand);
 	if (k == -1)
@@ -386,6 +368,8 @@ handle_try_attach(struct handle *h, struct stream *s)
 void
 handle_submit(struct handle *h, struct stream *s)
 {
+	/* Retries come back here, and a queued stream leaves through it. */
+	stream_set_queue(s, &handle_queue, h);
 	if (h->qlen == 0 && handle_try_attach(h, s) == 0)
 		return;
 	if (h->qlen >= h->queue_max) {
@@ -396,59 +380,83 @@ handle_submit(struct handle *h, struct stream *s)
 		stream_on_reject(s, REJECT_QUEUE_FULL, 503, why);
 		return;
 	}
-	stream_queue_set_next(s, NULL);
-	if (h->qtail != NULL)
-		stream_queue_set_next(h->qtail, s);
-	else
-		h->qhead = s;
-	h->qtail = s;
+	TAILQ_INSERT_TAIL(&h->queue, stream_qent(s), link);
 	if (h->qlen++ == 0)
 		handle_set_waiting(h, 1);
 	handle_publish_queue(h);
-	stream_queued(s, h, h->queue_timeout < h->request_timeout ?
+	stream_queued(s, h->queue_timeout < h->request_timeout ?
 	    h->queue_timeout : h->request_timeout);
 }
 
-void
+static void
 handle_dequeue(struct handle *h, struct stream *s)
 {
-	struct stream *p = NULL, *q;
-
-	for (q = h->qhead; q != NULL; p = q, q = stream_queue_next(q)) {
-		if (q != s)
-			continue;
-		if (p != NULL)
-			stream_queue_set_next(p, stream_queue_next(q));
-		else
-			h->qhead = stream_queue_next(q);
-		if (h->qtail == q)
-			h->qtail = p;
-		if (--h->qlen == 0)
-			handle_set_waiting(h, 0);
-		handle_publish_queue(h);
-		stream_unqueued(s);
-		return;
-	}
+	/* O(1): the stream says it is queued, and only here. */
+	TAILQ_REMOVE(&h->queue, stream_qent(s), link);
+	if (--h->qlen == 0)
+		handle_set_waiting(h, 0);
+	handle_publish_queue(h);
+	stream_unqueued(s);
 }
 
+static void
+handle_queue_requeue(void *q, struct stream *s)
+{
+	handle_submit(q, s);
+}
+
+static void
+handle_queue_leave(void *q, struct stream *s)
+{
+	handle_dequeue(q, s);
+}
+
+/* A queued stream's queue_timeout passed: it leaves and gets a 503 that
+ * says whether replicas were busy or none was ready. */
+static void
+handle_queue_expire(void *q, struct stream *s)
+{
+	struct handle *h = q;
+	char why[320];
+	int ready = handle_has_ready(h);
+
+	handle_dequeue(h, s);
+	if (ready)
+		snprintf(why, sizeof(why), "every replica of deployment '%s' "
+		    "stayed busy past the queue timeout", handle_name(h));
+	else
+		snprintf(why, sizeof(why), "no replica of deployment '%s' is "
+		    "ready", handle_name(h));
+	stream_on_reject(s, ready ? REJECT_QUEUE_TIMEOUT : REJECT_NO_REPLICA,
+	    503, why);
+}
+
+/* What a stream submitted here calls to come back or leave (stream.h). */
+static const struct stream_queue handle_queue = {
+	.requeue = handle_queue_requeue,
+	.leave = handle_queue_leave,
+	.expire = handle_queue_expire,
+};
+
 /* Attach waiting streams, oldest first, while replicas have room.  A
- * stream leaves the queue only once attached, so a failed try keeps its
- * place and its deadline. */
+ * failed try puts the stream back in front, so it keeps its place and its
+ * deadline. */
 static void
 handle_dispatch(struct handle *h)
 {
-	struct stream *s, *next;
+	struct stream_qent *e;
 	unsigned before = h->qlen;
 
-	while ((s = h->qhead) != NULL) {
-		/* Read the link first: an attach may fail the stream, and
-		 * a failed stream is freed by its owner at once. */
-		next = stream_queue_next(s);
-		if (handle_try_attach(h, s) == -1)
+	while ((e = TAILQ_FIRST(&h->queue)) != NULL) {
+		/* Out of the queue before the try: an attach may fail the
+		 * stream, and a failed stream is freed by its owner at once.
+		 * Nothing the attach calls looks at this queue (the stream
+		 * is attached or done before any callback runs). */
+		TAILQ_REMOVE(&h->queue, e, link);
+		if (handle_try_attach(h, e->s) == -1) {
+			TAILQ_INSERT_HEAD(&h->queue, e, link);
 			break;
-		h->qhead = next;
-		if (h->qhead == NULL)
-			h->qtail = NULL;
+		}
 		h->qlen--;
 	}
 	if (h->qlen == before)
@@ -458,11 +466,13 @@ handle_dispatch(struct handle *h)
 	handle_publish_queue(h);
 }
 
-void
+/* An upstream it watches changed state or freed a slot (its watch's
+ * event callback). */
+static void
 handle_upstream_event(struct handle *h, struct upstream *up)
 {
 	handle_update_state(h);
-	if (h->qhead != NULL)
+	if (!TAILQ_EMPTY(&h->queue))
 		handle_dispatch(h);
 }
 
@@ -477,16 +487,16 @@ handle_upstream_event(struct handle *h, struct upstream *up)
  * finish first).  A new replica carries traffic only once its PONG came.
  */
 int
-handle_refresh(struct worker *w, const char *name)
+handle_refresh(struct wctx *w, const char *name)
 {
 	struct reg_lookup lk;
 	struct handle_up *ups, *old;
 	struct handle *h;
 	unsigned n, nold;
 
-	if ((h = handle_find(worker_handles(w), name)) == NULL)
+	if ((h = handle_find(w->handles, name)) == NULL)
 		return 0;
-	if (registry_lookup(worker_registry(w), name, &lk) == -1)
+	if (registry_lookup(w->reg, name, &lk) == -1)
 		return -1;
 	if ((ups = handle_connect(h, &lk, &n)) == NULL) {
 		free(lk.eps);
@@ -504,16 +514,16 @@ handle_refresh(struct worker *w, const char *name)
 	if (lk.dep != h->dep) {
 		/* The name moved (the conf took it over from registration):
 		 * the figures follow it. */
-		registry_publish_hstate(h->dep, worker_id(w), REG_H_IDLE);
-		registry_publish_queued(h->dep, worker_id(w), 0);
+		registry_publish_hstate(h->dep, w->id, REG_H_IDLE);
+		registry_publish_queued(h->dep, w->id, 0);
 		h->state = REG_H_IDLE;
 	}
 	handle_settings(h, &lk);
 	handle_publish_queue(h);
 	log_debug("worker %u: resolved %s again: %u replicas (version %u)",
-	    worker_id(w), name, n, lk.version);
+	    w->id, name, n, lk.version);
 	handle_update_state(h);
-	if (h->qhead != NULL)
+	if (!TAILQ_EMPTY(&h->queue))
 		handle_dispatch(h);
 	return 1;
 }
@@ -532,23 +542,23 @@ handle_unlink(struct handle_table *t, struct handle *h)
 		}
 	}
 	h->hnext = NULL;
-	handle_lru_unlink(t, h);
+	TAILQ_REMOVE(&t->lru, h, lru);
 	t->count--;
 }
 
 /* Take the handle out of the table (its deployment was removed): new
  * requests cannot find it; queued and running ones still use it. */
 struct handle *
-handle_detach(struct worker *w, const char *name)
+handle_detach(struct wctx *w, const char *name)
 {
-	struct handle_table *t = worker_handles(w);
+	struct handle_table *t = w->handles;
 	struct handle *h;
 
 	if ((h = handle_find(t, name)) == NULL)
 		return NULL;
 	handle_unlink(t, h);
-	registry_publish_hstate(h->dep, worker_id(w), REG_H_IDLE);
-	registry_publish_queued(h->dep, worker_id(w), 0);
+	registry_publish_hstate(h->dep, w->id, REG_H_IDLE);
+	registry_publish_queued(h->dep, w->id, 0);
 	h->detached = 1;
 	return h;
 }
@@ -572,9 +582,9 @@ static void
 handle_evict(struct handle_table *t, struct handle *h)
 {
 	handle_unlink(t, h);
-	registry_publish_hstate(h->dep, worker_id(h->w), REG_H_IDLE);
+	registry_publish_hstate(h->dep, h->w->id, REG_H_IDLE);
 	registry_count_eviction(h->dep);
-	metrics_handle_evicted(h->w);
+	metrics_handle_evicted(h->w->metrics);
 	handle_free(h, 1);
 }
 
@@ -584,9 +594,9 @@ handle_evict(struct handle_table *t, struct handle *h)
  * to the front, so the walk sees each expired handle once.
  */
 unsigned
-handle_table_expire(struct worker *w, double ttl)
+handle_table_expire(struct wctx *w, double ttl)
 {
-	struct handle_table *t = worker_handles(w);
+	struct handle_table *t = w->handles;
 	struct handle *h;
 	double now, t0;
 	unsigned n = 0;
@@ -595,7 +605,8 @@ handle_table_expire(struct worker *w, double ttl)
 		return 0;
 	now = monotime_coarse();
 	t0 = monotime_now();
-	while ((h = t->ltail) != NULL && now - h->used >= ttl) {
+	while ((h = TAILQ_LAST(&t->lru, handle_lru)) != NULL &&
+	    now - h->used >= ttl) {
 		if (h->refs > 0 || h->pinned) {
 			handle_touch(t, h, now);
 			continue;
@@ -605,6 +616,6 @@ handle_table_expire(struct worker *w, double ttl)
 	}
 	if (n > 0)
 		log_debug("worker %u: %u idle handle(s) freed in %.2f ms",
-		    worker_id(w), n, (monotime_now() - t0) * 1e3);
+		    w->id, n, (monotime_now() - t0) * 1e3);
 	return n;
 }

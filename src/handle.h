@@ -20,37 +20,35 @@
 struct handle;
 struct stream;
 struct upstream;
-struct worker;
+struct wctx;
 
 struct handle_table *handle_table_new(void);
 void		 handle_table_free(struct handle_table *);
 
 /* The worker's handle for name, created on first use; NULL if unknown. */
-struct handle	*handle_get(struct worker *, const char *name);
-/* Attach the stream to a replica now, or queue it, or fail it (503). */
+struct handle	*handle_get(struct wctx *, const char *name);
+/* Attach the stream to a replica now, or queue it, or fail it (503: the
+ * stream's on_fail runs before this returns).  The caller holds h (below)
+ * for the stream's life: a retry comes back to it. */
 void		 handle_submit(struct handle *, struct stream *);
-/* A queued stream leaves early (aborted or timed out). */
-void		 handle_dequeue(struct handle *, struct stream *);
-/* An upstream it watches changed state or freed a slot. */
-void		 handle_upstream_event(struct handle *, struct upstream *);
 const char	*handle_name(const struct handle *);
 double		 handle_request_timeout(const struct handle *);
 /* Has the handle a READY replica (busy or not)? */
 int		 handle_has_ready(const struct handle *);
-/* A stream points at its handle from stream_submit() to stream_free():
- * a held handle is never freed (idle expiry skips it). */
+/* The front holds the handle from handle_submit() until it frees the
+ * stream: a held handle is never freed (idle expiry skips it). */
 void		 handle_hold(struct handle *);
 void		 handle_drop(struct handle *);
 
 /* The registry changed the name: resolve an existing handle again in
  * place (1), none (0), or the name is gone (-1).  A removed deployment's
  * handle is detached, kept until handle_is_idle(), then released. */
-int		 handle_refresh(struct worker *, const char *name);
-struct handle	*handle_detach(struct worker *, const char *name);
+int		 handle_refresh(struct wctx *, const char *name);
+struct handle	*handle_detach(struct wctx *, const char *name);
 int		 handle_is_idle(const struct handle *);
 void		 handle_release(struct handle *);
 /* The worker's tick: free the handles idle for ttl seconds or more (0:
  * never), least recently used first.  Returns how many went. */
-unsigned	 handle_table_expire(struct worker *, double ttl);
+unsigned	 handle_table_expire(struct wctx *, double ttl);
 
 #endif

@@ -18,7 +18,6 @@
 #include "metrics.h"
 #include "registry.h"
 #include "reqlog.h"
-#include "worker.h"
 
 #define METRICS_LABEL_MAX	128
 #define METRICS_INDEX		(METRICS_MAX_SERIES * 2)	/* power of 2 */
@@ -56,7 +55,7 @@ struct metrics_series {
 	struct metrics_hist upstream;
 };
 
-struct metrics_worker {
+struct metrics_slot {
 	struct metrics_series series[METRICS_MAX_SERIES];
 	_Atomic unsigned nseries;
 	int16_t		 index[METRICS_INDEX];	/* owner only; -1: empty */
@@ -75,12 +74,27 @@ struct metrics_sum {
 	uint64_t	 upstream[METRICS_NBOUNDS + 1], upstream_sum_us;
 };
 
-static struct metrics_worker *metrics_slots;
+static struct metrics_slot *metrics_slots;
 static unsigned	 metrics_nworkers;
 static char	 metrics_version[32];
 static double	 metrics_started;
 static _Atomic uint64_t metrics_reloads_ok, metrics_reloads_failed;
 static _Atomic int metrics_last_reload_ok = 1;
+
+/* The reason's metrics label ("queue_full" ...), "" for REJECT_NONE. */
+static const char *
+metrics_reject_label(enum reqlog_reject r)
+{
+	static const char *names[REJECT_N] = {
+		[REJECT_NONE] = "", [REJECT_QUEUE_FULL] = "queue_full",
+		[REJECT_QUEUE_TIMEOUT] = "queue_timeout",
+		[REJECT_NO_REPLICA] = "no_replica",
+		[REJECT_REPLICA_FAILED] = "replica_failed",
+		[REJECT_DEADLINE] = "deadline",
+	};
+
+	return (unsigned)r < REJECT_N ? names[r] : "";
+}
 
 int
 metrics_init(unsigned nworkers, const char *version)
@@ -123,11 +137,9 @@ metrics_get(_Atomic uint64_t *c)
 	return atomic_load_explicit(c, memory_order_relaxed);
 }
 
-static struct metrics_worker *
-metrics_slot(struct worker *w)
+struct metrics_slot *
+metrics_slot(unsigned id)
 {
-	unsigned id = worker_id(w);
-
 	return metrics_slots != NULL && id < metrics_nworkers ?
 	    &metrics_slots[id] : NULL;
 }
@@ -163,7 +175,7 @@ metrics_label_eq(const char *stored, const char *s)
  * were allocated at start.
  */
 static struct metrics_series *
-metrics_series(struct metrics_worker *mw, const char *route, const char *dep)
+metrics_series(struct metrics_slot *mw, const char *route, const char *dep)
 {
 	struct metrics_series *s;
 	uint32_t i = metrics_hash(route, dep) & (METRICS_INDEX - 1);
@@ -208,13 +220,12 @@ metrics_observe(struct metrics_hist *h, double secs)
 }
 
 void
-metrics_request(struct worker *w, const struct reqlog *r)
+metrics_request(struct metrics_slot *mw, const struct reqlog *r)
 {
-	struct metrics_worker *mw;
 	struct metrics_series *s;
 	int code;
 
-	if ((mw = metrics_slot(w)) == NULL)
+	if (mw == NULL)
 		return;
 	s = metrics_series(mw, r->route != NULL ? r->route : "",
 	    r->deployment != NULL ? r->deployment : "");
@@ -233,19 +244,15 @@ metrics_request(struct worker *w, const struct reqlog *r)
 }
 
 void
-metrics_conn_opened(struct worker *w)
+metrics_conn_opened(struct metrics_slot *mw)
 {
-	struct metrics_worker *mw = metrics_slot(w);
-
 	if (mw != NULL)
 		metrics_add(&mw->conns, 1);
 }
 
 void
-metrics_handle_evicted(struct worker *w)
+metrics_handle_evicted(struct metrics_slot *mw)
 {
-	struct metrics_worker *mw = metrics_slot(w);
-
 	if (mw != NULL)
 		metrics_add(&mw->evictions, 1);
 }
@@ -419,7 +426,7 @@ metrics_render_requests(FILE *fp)
 			if (m[i].rejects[c] == 0)
 				continue;
 			snprintf(cls, sizeof(cls), "reason=\"%s\"",
-			    reqlog_reject_str((enum reqlog_reject)c));
+			    metrics_reject_label((enum reqlog_reject)c));
 			metrics_line(fp, "ingressd_rejections_total", &m[i],
 			    cls, m[i].rejects[c]);
 		}
@@ -580,7 +587,7 @@ metrics_render_registry(FILE *fp, struct registry *reg)
 }
 
 static void
-metrics_render_process(FILE *fp)
+metrics_render_process(FILE *fp, unsigned nconns)
 {
 	uint64_t conns = 0, evictions = 0;
 	unsigned w;
@@ -609,7 +616,7 @@ metrics_render_process(FILE *fp)
 	    atomic_load(&metrics_last_reload_ok));
 	metrics_family(fp, "ingressd_connections", "gauge",
 	    "Client connections open.");
-	fprintf(fp, "ingressd_connections %u\n", worker_conns());
+	fprintf(fp, "ingressd_connections %u\n", nconns);
 	metrics_family(fp, "ingressd_connections_accepted_total", "counter",
 	    "Client connections accepted.");
 	fprintf(fp, "ingressd_connections_accepted_total %llu\n",
@@ -621,7 +628,7 @@ metrics_render_process(FILE *fp)
 }
 
 char *
-metrics_render(struct registry *reg, size_t *len)
+metrics_render(struct registry *reg, unsigned nconns, size_t *len)
 {
 	char *buf = NULL;
 	size_t n = 0;
@@ -629,7 +636,7 @@ metrics_render(struct registry *reg, size_t *len)
 
 	if (metrics_slots == NULL || (fp = open_memstream(&buf, &n)) == NULL)
 		return NULL;
-	metrics_render_process(fp);
+	metrics_render_process(fp, nconns);
 	metrics_render_requests(fp);
 	metrics_render_registry(fp, reg);
 	if (fclose(fp) != 0) {

@@ -19,18 +19,22 @@
 
 struct registry;
 struct reqlog;
-struct worker;
+struct metrics_slot;
 
 /* Main thread, before the workers start. */
 int	 metrics_init(unsigned nworkers, const char *version);
 void	 metrics_free(void);
-/* Worker threads. */
-void	 metrics_request(struct worker *, const struct reqlog *);
-void	 metrics_conn_opened(struct worker *);
-void	 metrics_handle_evicted(struct worker *);
+/* Main thread, after metrics_init(): worker id's slot, or NULL.  The
+ * worker keeps it in its context (wctx.h). */
+struct metrics_slot *metrics_slot(unsigned id);
+/* Worker threads, each with its own slot (NULL: not counted). */
+void	 metrics_request(struct metrics_slot *, const struct reqlog *);
+void	 metrics_conn_opened(struct metrics_slot *);
+void	 metrics_handle_evicted(struct metrics_slot *);
 /* Main thread: a reload finished (ok) or was refused. */
 void	 metrics_reloaded(int ok);
-/* Any thread: the page, malloc'd (caller frees), or NULL. */
-char	*metrics_render(struct registry *, size_t *len);
+/* Any thread: the page, malloc'd (caller frees), or NULL; nconns: the
+ * client connections open now (worker_conns()). */
+char	*metrics_render(struct registry *, unsigned nconns, size_t *len);
 
 #endif

@@ -55,7 +55,7 @@ ready_deployment(struct worker *w, const struct conf_deployment *cd,
 		snprintf(why, whylen, "no replica of deployment '%s' is ready",
 		    cd->name);
 		/* A lazily connected deployment: start warming it here. */
-		(void)handle_get(w, cd->name);
+		(void)handle_get(worker_ctx(w), cd->name);
 	}
 	json_decref(dep);
 	return ok;

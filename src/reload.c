@@ -124,7 +124,7 @@ reload_apply_cb(struct worker *w, void *arg)
 	worker_apply_changes(w, job->changes, job->nchanges);
 	for (i = 0; i < c->ndeployments; i++) {
 		if (c->deployments[i].prewarm)
-			handle_get(w, c->deployments[i].name);
+			handle_get(worker_ctx(w), c->deployments[i].name);
 	}
 	if (atomic_fetch_sub(&job->pending, 1) == 1)
 		event_active(job->done, EV_READ, 0);

@@ -1,15 +1,14 @@
 /*
- * reqlog.h -- what the front door knows about a finished request, handed
- * to the access log and the metrics in one call (front.c fills it at the
- * end of every request; nothing here is kept after the call returns).
+ * reqlog.h -- what the front door knows about a finished request.  A type
+ * only: the front fills one at the end of every request and hands it to
+ * metrics_request() and accesslog_write(); neither keeps it after the
+ * call returns.
  */
 #ifndef INGRESSD_REQLOG_H
 #define INGRESSD_REQLOG_H
 
 #include <stddef.h>
 #include <stdint.h>
-
-struct worker;
 
 /*
  * Why ingressd answered a request itself with 502, 503 or 504 (counted by
@@ -46,11 +45,5 @@ struct reqlog {
 	int		 aborted;	/* client went away first */
 	enum reqlog_reject reject;
 };
-
-/* The reason's metrics label ("queue_full" ...), "" for REJECT_NONE. */
-const char *reqlog_reject_str(enum reqlog_reject);
-
-/* Called once per request, on the worker's thread. */
-void	reqlog_done(struct worker *, const struct reqlog *);
 
 #endif

@@ -17,31 +17,31 @@
 #include <event2/event_struct.h>
 
 #include "deadline.h"
-#include "handle.h"
 #include "http1.h"
 #include "resp.h"
 #include "stream.h"
-#include "upstream.h"
 #include "wire.h"
-#include "worker.h"
+#include "wctx.h"
 
 enum stream_state { S_NEW, S_QUEUED, S_ATTACHED, S_DONE };
 
 struct stream {
-	struct worker	*w;
+	struct wctx	*w;		/* the worker's context */
 	struct stream_info info;
 	const struct stream_ops *ops;
 	void		*arg;
 	enum stream_state state;
-	struct handle	*h;
-	struct upstream	*up;
+	const struct stream_queue *qops;	/* the handle, set by it */
+	void		*q;
+	const struct stream_carrier *carrier;	/* once attached */
+	void		*c;
 	uint32_t	 id;
 	struct evbuffer	*pending;	/* body that arrived before attach */
 	int		 body_end;	/* the client's body is complete */
 	int		 end_sent;	/* our END (or FLAG_END) is out */
 	int		 responded;	/* RESPONSE arrived */
 	struct deadline	 timer;
-	struct stream	*qnext;
+	struct stream_qent qent;	/* the queue's link */
 	uint64_t	 sent_at;
 	unsigned	 tries;		/* retries so far */
 	/* A copy of the body sent so far, while small, so that a request
@@ -69,7 +69,7 @@ stream_arm(struct stream *s, double seconds)
 }
 
 struct stream *
-stream_new(struct worker *w, const struct stream_info *info,
+stream_new(struct wctx *w, const struct stream_info *info,
     const struct stream_ops *ops, void *arg)
 {
 	struct stream *s;
@@ -77,12 +77,13 @@ stream_new(struct worker *w, const struct stream_info *info,
 	if ((s = calloc(1, sizeof(*s))) == NULL)
 		return NULL;
 	s->w = w;
+	s->qent.s = s;
 	s->send_window = WIRE_INITIAL_WINDOW;
 	s->recv_window = WIRE_INITIAL_WINDOW;
 	s->info = *info;
 	s->ops = ops;
 	s->arg = arg;
-	deadline_init(&s->timer, worker_base(w), stream_timer_cb, s);
+	deadline_init(&s->timer, w->base, stream_timer_cb, s);
 	return s;
 }
 
@@ -91,8 +92,6 @@ stream_free(struct stream *s)
 {
 	if (s == NULL)
 		return;
-	if (s->h != NULL)
-		handle_drop(s->h);	/* held since stream_submit */
 	if (s->pending != NULL)
 		evbuffer_free(s->pending);
 	if (s->replay != NULL)
@@ -102,18 +101,16 @@ stream_free(struct stream *s)
 }
 
 void
-stream_submit(struct stream *s, struct handle *h)
+stream_set_queue(struct stream *s, const struct stream_queue *qops, void *q)
 {
-	s->h = h;
-	handle_hold(h);		/* retries come back to it: keep it */
-	handle_submit(h, s);
+	s->qops = qops;
+	s->q = q;
 }
 
 void
-stream_queued(struct stream *s, struct handle *h, double timeout)
+stream_queued(struct stream *s, double timeout)
 {
 	s->state = S_QUEUED;
-	s->h = h;
 	stream_arm(s, timeout);
 }
 
@@ -124,10 +121,12 @@ stream_unqueued(struct stream *s)
 }
 
 void
-stream_attached(struct stream *s, struct upstream *up, uint32_t id)
+stream_attached(struct stream *s, const struct stream_carrier *carrier,
+    void *c, uint32_t id)
 {
 	s->state = S_ATTACHED;
-	s->up = up;
+	s->carrier = carrier;
+	s->c = c;
 	s->id = id;
 	stream_arm(s, s->info.timeout);
 	if (s->ops->on_writable != NULL)
@@ -143,7 +142,7 @@ stream_responded(const struct stream *s)
 const char *
 stream_replica(const struct stream *s)
 {
-	return s->up != NULL ? upstream_id(s->up) : NULL;
+	return s->c != NULL ? s->carrier->peer(s->c) : NULL;
 }
 
 uint32_t
@@ -152,16 +151,10 @@ stream_id(const struct stream *s)
 	return s->id;
 }
 
-struct stream *
-stream_queue_next(struct stream *s)
+struct stream_qent *
+stream_qent(struct stream *s)
 {
-	return s->qnext;
-}
-
-void
-stream_queue_set_next(struct stream *s, struct stream *next)
-{
-	s->qnext = next;
+	return &s->qent;
 }
 
 /* Keep a copy of what goes out while it is small enough to replay. */
@@ -191,7 +184,7 @@ stream_send_body(struct stream *s, const char *p, size_t n)
 
 	if (now > 0) {
 		stream_keep(s, p, now);
-		upstream_send_data(s->up, s->id, p, now);
+		s->carrier->data(s->c, s->id, p, now);
 		s->send_window -= now;
 	}
 	if (now < n) {
@@ -230,7 +223,7 @@ stream_body_end(struct stream *s)
 	if (s->state == S_ATTACHED && !s->end_sent && (s->pending == NULL ||
 	    evbuffer_get_length(s->pending) == 0)) {
 		s->end_sent = 1;
-		upstream_send_end(s->up, s->id);
+		s->carrier->end(s->c, s->id);
 	}
 }
 
@@ -389,14 +382,14 @@ stream_flush_pending(struct stream *s)
 		    sizeof(buf);
 		n = evbuffer_remove(s->pending, buf, want);
 		stream_keep(s, buf, n);
-		upstream_send_data(s->up, s->id, buf, n);
+		s->carrier->data(s->c, s->id, buf, n);
 		s->send_window -= n;
 	}
 	if (s->pending != NULL && evbuffer_get_length(s->pending) > 0)
 		return;
 	if (s->body_end && !s->end_sent) {
 		s->end_sent = 1;
-		upstream_send_end(s->up, s->id);
+		s->carrier->end(s->c, s->id);
 	}
 }
 
@@ -421,7 +414,7 @@ stream_consumed(struct stream *s, size_t n)
 		return;
 	s->recv_consumed += n;
 	if (s->recv_consumed >= WIRE_INITIAL_WINDOW / 2) {
-		upstream_send_window(s->up, s->id, (uint32_t)s->recv_consumed);
+		s->carrier->window(s->c, s->id, (uint32_t)s->recv_consumed);
 		s->recv_window += s->recv_consumed;
 		s->recv_consumed = 0;
 	}
@@ -446,7 +439,8 @@ stream_retry(struct stream *s)
 		return -1;
 	s->tries++;
 	s->state = S_NEW;
-	s->up = NULL;
+	s->carrier = NULL;
+	s->c = NULL;
 	s->id = 0;
 	s->end_sent = 0;
 	s->send_window = WIRE_INITIAL_WINDOW;
@@ -462,7 +456,7 @@ stream_retry(struct stream *s)
 			evbuffer_add_buffer(s->pending, s->replay);
 		}
 	}
-	handle_submit(s->h, s);
+	s->qops->requeue(s->q, s);
 	return 0;
 }
 
@@ -524,24 +518,6 @@ stream_reject(const struct stream *s)
 /* The queue deadline passed: say whether no replica was ready at all
  * (down, refusing, still starting) or all were busy. */
 static void
-stream_queue_expired(struct stream *s)
-{
-	struct handle *h = s->h;
-	char why[320];
-	int ready = handle_has_ready(h);
-
-	handle_dequeue(h, s);
-	if (ready)
-		snprintf(why, sizeof(why), "every replica of deployment '%s' "
-		    "stayed busy past the queue timeout", handle_name(h));
-	else
-		snprintf(why, sizeof(why), "no replica of deployment '%s' is "
-		    "ready", handle_name(h));
-	stream_on_reject(s, ready ? REJECT_QUEUE_TIMEOUT : REJECT_NO_REPLICA,
-	    503, why);
-}
-
-static void
 stream_timer_cb(evutil_socket_t fd, short ev, void *arg)
 {
 	struct stream *s = arg;
@@ -550,10 +526,10 @@ stream_timer_cb(evutil_socket_t fd, short ev, void *arg)
 		return;
 	switch (s->state) {
 	case S_QUEUED:
-		stream_queue_expired(s);
+		s->qops->expire(s->q, s);
 		break;
 	case S_ATTACHED:
-		upstream_cancel(s->up, s, WIRE_CODE_TIMEOUT);
+		s->carrier->cancel(s->c, s, WIRE_CODE_TIMEOUT);
 		stream_on_fail(s, 504, s->responded ?
 		    "replica stalled mid-response" : "replica did not answer in time");
 		break;
@@ -566,9 +542,9 @@ void
 stream_abort(struct stream *s)
 {
 	if (s->state == S_QUEUED)
-		handle_dequeue(s->h, s);
+		s->qops->leave(s->q, s);
 	else if (s->state == S_ATTACHED)
-		upstream_cancel(s->up, s, WIRE_CODE_CANCEL);
+		s->carrier->cancel(s->c, s, WIRE_CODE_CANCEL);
 	s->state = S_DONE;
 	stream_free(s);
 }

@@ -2,9 +2,13 @@
  * stream.h -- one proxied request, from the front door to a replica and back.
  *
  * The front creates a stream for each request it routes and owns it: it
- * frees it after a terminal callback (on_end or on_fail), or aborts it when
- * the client goes away.  In between the stream waits in its handle's queue,
- * then rides one upstream connection; it carries the request's deadline.
+ * submits it to a handle itself (handle_hold, handle_submit), frees it
+ * after a terminal callback (on_end or on_fail), or aborts it when the
+ * client goes away, then lets go of the handle (handle_drop).  In between
+ * the stream waits in its handle's queue, then rides one carrier (an
+ * upstream connection); it carries the request's deadline.  A stream is
+ * passive: it calls neither handle nor upstream by name, only the two
+ * interfaces below, so it knows no edge.
  *
  * The http1_request the stream was made from must stay valid until the
  * stream is freed (the front calls http1_next() only after that): the
@@ -13,6 +17,7 @@
 #ifndef INGRESSD_STREAM_H
 #define INGRESSD_STREAM_H
 
+#include <sys/queue.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -23,7 +28,7 @@ struct handle;
 struct http1_request;
 struct upstream;
 struct wire_field;
-struct worker;
+struct wctx;
 struct stream;
 
 struct stream_ops {
@@ -41,6 +46,21 @@ struct stream_ops {
 	void	(*on_writable)(void *arg);
 };
 
+/*
+ * The front interface: how a stream tells the front edge that made it
+ * (stream_new's ops and arg).  Ordering: on_response once, then on_data
+ * any number of times, then exactly one terminal call (on_end or
+ * on_fail); on_fail may also come without on_response, including from
+ * inside the front's own handle_submit() (queue full).  on_writable comes
+ * at attach and whenever new credit lets body flow.  Re-entrancy: calls
+ * come from the upstream edge's read loop, the stream's timer, or from
+ * inside the front's own handle_submit() (an attach at once: on_writable;
+ * queue full: on_fail), never from inside a stream_* call on the same
+ * stream.  After a terminal call the stream is detached, and the front
+ * frees it (stream_free) whenever it likes, even inside the callback.
+ * Flow control: the front reports bytes that left for the client with
+ * stream_consumed(); credit goes back to the replica in batches.
+ */
 struct stream_info {
 	const struct http1_request *req;
 	const char	*deployment;
@@ -51,10 +71,45 @@ struct stream_info {
 	double		 timeout;	/* request deadline, seconds */
 };
 
-struct stream	*stream_new(struct worker *, const struct stream_info *,
+/*
+ * The upstream interface: a carrier.  An upstream edge that attaches a
+ * stream hands it these ops and its own pointer c (stream_attached); the
+ * stream reaches the replica only through them.  data: request body
+ * bytes, copied at once, at most the credit the stream holds (the stream
+ * counts the credit; window() from the replica's WINDOW adds to it through
+ * stream_on_window).  end: the body is complete, sent once, after the
+ * last data.  window: credit n response bytes back to the replica.
+ * cancel: abandon the stream (a wire code: CANCEL, TIMEOUT); the carrier
+ * forgets it and calls nothing on it afterwards.  peer: the replica's id
+ * for the access log.  None of them calls back into the stream; the
+ * carrier never frees a stream (the front owns it).  After a terminal
+ * stream_on_end/stream_on_fail the carrier has forgotten it already.
+ */
+struct stream_carrier {
+	void	(*data)(void *c, uint32_t id, const void *, size_t);
+	void	(*end)(void *c, uint32_t id);
+	void	(*window)(void *c, uint32_t id, uint32_t n);
+	void	(*cancel)(void *c, struct stream *, uint32_t code);
+	const char *(*peer)(const void *c);
+};
+
+/*
+ * The queue a stream is submitted to (the handle), set by the queue on
+ * each submit: requeue(q, s) when the stream must find another replica
+ * (stream_retry), leave(q, s) when a queued stream goes early (aborted),
+ * expire(q, s) when its queue deadline passed.  leave must not call the
+ * stream back; expire fails it.
+ */
+struct stream_queue {
+	void	(*requeue)(void *q, struct stream *);
+	void	(*leave)(void *q, struct stream *);
+	/* The stream's queue deadline passed: take it out and fail it
+	 * (stream_on_reject) with the reason only the queue knows. */
+	void	(*expire)(void *q, struct stream *);
+};
+
+struct stream	*stream_new(struct wctx *, const struct stream_info *,
 		    const struct stream_ops *, void *arg);
-/* Submit to the handle: it attaches it now or queues it. */
-void		 stream_submit(struct stream *, struct handle *);
 /* Request body from the client (copied), and its end. */
 void		 stream_body(struct stream *, const char *p, size_t n);
 void		 stream_body_end(struct stream *);
@@ -71,10 +126,13 @@ const char	*stream_replica(const struct stream *);
 void		 stream_abort(struct stream *);
 void		 stream_free(struct stream *);
 
-/* For handle.c and upstream.c. */
-void		 stream_queued(struct stream *, struct handle *, double timeout);
+/* For the queue (handle.c) and the upstream edge (upstream.c). */
+void		 stream_set_queue(struct stream *, const struct stream_queue *,
+		    void *q);
+void		 stream_queued(struct stream *, double timeout);
 void		 stream_unqueued(struct stream *);
-void		 stream_attached(struct stream *, struct upstream *, uint32_t id);
+void		 stream_attached(struct stream *, const struct stream_carrier *,
+		    void *c, uint32_t id);
 uint32_t	 stream_id(const struct stream *);
 /* Encode the REQUEST frame into out; then send what was buffered. */
 int		 stream_encode(struct stream *, uint32_t id, struct evbuffer *out);
@@ -101,8 +159,12 @@ uint64_t	 stream_sent_at(const struct stream *);
 /* Detached from a failed connection before the replica saw it: submit
  * again (bounded tries; the body must be replayable).  0, or -1 if not. */
 int		 stream_retry(struct stream *);
-/* Intrusive queue link for the handle's wait queue. */
-struct stream	*stream_queue_next(struct stream *);
-void		 stream_queue_set_next(struct stream *, struct stream *);
+/* The stream's link in its queue (the handle's TAILQ: O(1) in and out),
+ * owned by the queue while the stream waits there. */
+struct stream_qent {
+	TAILQ_ENTRY(stream_qent) link;
+	struct stream	*s;
+};
+struct stream_qent *stream_qent(struct stream *);
 
 #endif

@@ -14,7 +14,6 @@
 #include <event2/event.h>
 
 #include "conf.h"
-#include "handle.h"
 #include "idtab.h"
 #include "log.h"
 #include "monotime.h"
@@ -25,7 +24,7 @@
 #include "stream.h"
 #include "upstream.h"
 #include "wire.h"
-#include "worker.h"
+#include "wctx.h"
 
 #define UPSTREAM_IO_CHUNK	(256 * 1024)
 #define UPSTREAM_LAST_ID	0x7fff0000u	/* then drain and reconnect */
@@ -43,7 +42,7 @@ enum upstream_state {
 };
 
 struct upstream {
-	struct worker	*w;
+	struct wctx	*w;		/* the worker's context */
 	struct reg_endpoint *ep;
 	struct ep_stats	*st;		/* this worker's slot in ep */
 	enum upstream_state state;
@@ -63,15 +62,15 @@ struct upstream {
 	unsigned	 in_flight;
 	unsigned	 cap;		/* min(conf, HELLO) */
 
-	struct upstream_watch *watchers;	/* handles using it */
-	struct upstream_watch *waiters;		/* ... with requests queued */
+	LIST_HEAD(, upstream_watch) watchers;	/* handles using it */
+	LIST_HEAD(, upstream_watch) waiters;	/* ... with requests queued */
 	unsigned	 nwatch;			/* on both lists */
 	struct evbuffer	*scratch;	/* DATA payloads on their way out */
 	uint64_t	 out_added;	/* bytes ever queued on this connection */
 	uint64_t	 written_at_close; /* of those, in the socket at a linger */
 	double		 warned_at;	/* last failure logged at warn */
 	unsigned	 warn_quiet;	/* failures since, logged at debug */
-	struct upstream	*next;		/* the worker's pool */
+	LIST_ENTRY(upstream) link;	/* the worker's pool */
 };
 
 static void	upstream_connect(struct upstream *);
@@ -100,8 +99,8 @@ upstream_tell_list(struct upstream *up, struct upstream_watch *w)
 	struct upstream_watch *next;
 
 	for (; w != NULL; w = next) {
-		next = w->next;
-		handle_upstream_event(w->h, up);
+		next = LIST_NEXT(w, link);
+		w->event(w->h, up);
 	}
 }
 
@@ -109,8 +108,8 @@ upstream_tell_list(struct upstream *up, struct upstream_watch *w)
 static void
 upstream_tell(struct upstream *up)
 {
-	upstream_tell_list(up, up->watchers);
-	upstream_tell_list(up, up->waiters);
+	upstream_tell_list(up, LIST_FIRST(&up->watchers));
+	upstream_tell_list(up, LIST_FIRST(&up->waiters));
 }
 
 static void
@@ -118,7 +117,7 @@ upstream_set_state(struct upstream *up, enum upstream_state st)
 {
 	if (up->state == st)
 		return;
-	log_debug("worker %u: replica %s: %s -> %s", worker_id(up->w),
+	log_debug("worker %u: replica %s: %s -> %s", up->w->id,
 	    up->ep->id, state_names[up->state], state_names[st]);
 	up->state = st;
 	registry_publish_estate(up->st, (enum reg_estate)st);
@@ -145,12 +144,11 @@ upstream_write(struct upstream *up, const void *p, size_t n)
 }
 
 struct upstream *
-upstream_get(struct worker *w, struct reg_endpoint *ep)
+upstream_get(struct wctx *w, struct reg_endpoint *ep)
 {
-	struct upstream **pool = (struct upstream **)worker_upstream_pool(w);
 	struct upstream *up;
 
-	for (up = *pool; up != NULL; up = up->next) {
+	LIST_FOREACH(up, &w->upstreams, link) {
 		if (up->ep == ep) {
 			if (up->released)
 				upstream_revive(up);
@@ -161,9 +159,9 @@ upstream_get(struct worker *w, struct reg_endpoint *ep)
 		return NULL;
 	up->w = w;
 	up->ep = ep;
-	up->st = registry_ep_slot(ep, worker_id(w));
+	up->st = registry_ep_slot(ep, w->id);
 	up->cap = ep->max_ongoing;
-	up->timer = evtimer_new(worker_base(w), upstream_timer_cb, up);
+	up->timer = evtimer_new(w->base, upstream_timer_cb, up);
 	up->scratch = evbuffer_new();
 	if (up->timer == NULL || up->scratch == NULL) {
 		if (up->timer != NULL)
@@ -173,8 +171,7 @@ upstream_get(struct worker *w, struct reg_endpoint *ep)
 		free(up);
 		return NULL;
 	}
-	up->next = *pool;
-	*pool = up;
+	LIST_INSERT_HEAD(&w->upstreams, up, link);
 	upstream_connect(up);
 	return up;
 }
@@ -211,13 +208,12 @@ upstream_goodbye(struct upstream *up, const char *text)
 }
 
 void
-upstream_pool_free(struct worker *w)
+upstream_pool_free(struct wctx *w)
 {
-	struct upstream **pool = (struct upstream **)worker_upstream_pool(w);
 	struct upstream *up, *next;
 
-	for (up = *pool; up != NULL; up = next) {
-		next = up->next;
+	for (up = LIST_FIRST(&w->upstreams); up != NULL; up = next) {
+		next = LIST_NEXT(up, link);
 		upstream_goodbye(up, "ingressd stopping");
 		upstream_close(up);
 		event_free(up->timer);
@@ -225,34 +221,22 @@ upstream_pool_free(struct worker *w)
 		idtab_clear(&up->streams);
 		free(up);
 	}
-	*pool = NULL;
+	LIST_INIT(&w->upstreams);
 }
 
 static void
 upstream_link(struct upstream *up, struct upstream_watch *w)
 {
-	struct upstream_watch **head = w->waiting ? &up->waiters :
-	    &up->watchers;
-
-	w->prev = NULL;
-	w->next = *head;
-	if (*head != NULL)
-		(*head)->prev = w;
-	*head = w;
+	if (w->waiting)
+		LIST_INSERT_HEAD(&up->waiters, w, link);
+	else
+		LIST_INSERT_HEAD(&up->watchers, w, link);
 }
 
 static void
 upstream_unlink(struct upstream *up, struct upstream_watch *w)
 {
-	if (w->prev != NULL)
-		w->prev->next = w->next;
-	else if (w->waiting)
-		up->waiters = w->next;
-	else
-		up->watchers = w->next;
-	if (w->next != NULL)
-		w->next->prev = w->prev;
-	w->prev = w->next = NULL;
+	LIST_REMOVE(w, link);
 }
 
 void
@@ -308,14 +292,14 @@ upstream_id(const struct upstream *up)
 static void
 upstream_connect(struct upstream *up)
 {
-	const struct conf *conf = worker_conf(up->w);
+	const struct conf *conf = up->w->conf;
 
 	upstream_close(up);
 	up->hello_seen = 0;
 	up->goaway = 0;
 	up->ping_out = 0;
 	up->next_id = 1;
-	up->sock = sock_new(worker_base(up->w), -1, &upstream_sock_cbs, up);
+	up->sock = sock_new(up->w->base, -1, &upstream_sock_cbs, up);
 	if (up->sock == NULL) {
 		upstream_fail(up, "out of memory");
 		return;
@@ -471,7 +455,7 @@ static void
 upstream_timer_cb(evutil_socket_t fd, short ev, void *arg)
 {
 	struct upstream *up = arg;
-	const struct conf *conf = worker_conf(up->w);
+	const struct conf *conf = up->w->conf;
 
 	switch (up->state) {
 	case UPSTREAM_CONNECTING:
@@ -521,6 +505,8 @@ upstream_count_in_flight(struct upstream *up)
 	registry_publish_in_flight(up->st, up->in_flight);
 }
 
+static const struct stream_carrier upstream_carrier;
+
 int
 upstream_attach(struct upstream *up, struct stream *s)
 {
@@ -547,7 +533,7 @@ upstream_attach(struct upstream *up, struct stream *s)
 	up->in_flight++;
 	upstream_count_in_flight(up);
 	registry_count_request(up->st);
-	stream_attached(s, up, id);
+	stream_attached(s, &upstream_carrier, up, id);
 	stream_flush_pending(s);
 	/* Ids run out: drain, then start afresh.  Not upstream_on_goaway():
 	 * we may be inside a handle's dispatch loop, which must not be
@@ -573,10 +559,10 @@ upstream_detach(struct upstream *up, uint32_t id)
 		return;
 	}
 	if (was_full)
-		upstream_tell_list(up, up->waiters);
+		upstream_tell_list(up, LIST_FIRST(&up->waiters));
 }
 
-void
+static void
 upstream_send_data(struct upstream *up, uint32_t id, const void *p, size_t n)
 {
 	uint8_t hdr[WIRE_HEADER_SIZE];
@@ -592,7 +578,7 @@ upstream_send_data(struct upstream *up, uint32_t id, const void *p, size_t n)
 	}
 }
 
-void
+static void
 upstream_send_end(struct upstream *up, uint32_t id)
 {
 	uint8_t hdr[WIRE_HEADER_SIZE];
@@ -601,7 +587,7 @@ upstream_send_end(struct upstream *up, uint32_t id)
 	upstream_write(up, hdr, sizeof(hdr));
 }
 
-void
+static void
 upstream_send_window(struct upstream *up, uint32_t id, uint32_t n)
 {
 	uint8_t frame[WIRE_HEADER_SIZE + 4];
@@ -610,7 +596,7 @@ upstream_send_window(struct upstream *up, uint32_t id, uint32_t n)
 	upstream_write(up, frame, sizeof(frame));
 }
 
-void
+static void
 upstream_cancel(struct upstream *up, struct stream *s, uint32_t code)
 {
 	uint8_t frame[WIRE_HEADER_SIZE + 4];
@@ -624,6 +610,45 @@ upstream_cancel(struct upstream *up, struct stream *s, uint32_t code)
 		upstream_write(up, frame, sizeof(frame));
 	}
 }
+
+static void
+upstream_carrier_data(void *c, uint32_t id, const void *p, size_t n)
+{
+	upstream_send_data(c, id, p, n);
+}
+
+static void
+upstream_carrier_end(void *c, uint32_t id)
+{
+	upstream_send_end(c, id);
+}
+
+static void
+upstream_carrier_window(void *c, uint32_t id, uint32_t n)
+{
+	upstream_send_window(c, id, n);
+}
+
+static void
+upstream_carrier_cancel(void *c, struct stream *s, uint32_t code)
+{
+	upstream_cancel(c, s, code);
+}
+
+static const char *
+upstream_carrier_peer(const void *c)
+{
+	return upstream_id(c);
+}
+
+/* What a stream attached here sends through (stream.h). */
+static const struct stream_carrier upstream_carrier = {
+	.data = upstream_carrier_data,
+	.end = upstream_carrier_end,
+	.window = upstream_carrier_window,
+	.cancel = upstream_carrier_cancel,
+	.peer = upstream_carrier_peer,
+};
 
 /* Frames from the replica ---------------------------------------------- */
 
@@ -678,7 +703,7 @@ upstream_linger(struct upstream *up)
 
 	if ((l = calloc(1, sizeof(*l))) == NULL)
 		return;		/* upstream_fail() frees it the plain way */
-	l->timer = evtimer_new(worker_base(up->w), upstream_linger_timer_cb, l);
+	l->timer = evtimer_new(up->w->base, upstream_linger_timer_cb, l);
 	if (l->timer == NULL) {
 		free(l);
 		return;
@@ -736,7 +761,7 @@ upstream_on_hello(struct upstream *up, const struct wire_frame *f)
 static void
 upstream_on_pong(struct upstream *up, const struct wire_frame *f)
 {
-	const struct conf *conf = worker_conf(up->w);
+	const struct conf *conf = up->w->conf;
 	uint8_t opaque[8];
 
 	if (wire_decode_ping(f, opaque) != WIRE_OK ||
@@ -986,7 +1011,7 @@ upstream_park(struct upstream *up)
 	upstream_close(up);
 	evtimer_del(up->timer);
 	up->backoff_ms = 0;
-	log_debug("worker %u: replica %s: released", worker_id(up->w),
+	log_debug("worker %u: replica %s: released", up->w->id,
 	    up->ep->id);
 	upstream_set_state(up, UPSTREAM_IDLE);
 }

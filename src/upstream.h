@@ -14,6 +14,7 @@
 #ifndef INGRESSD_UPSTREAM_H
 #define INGRESSD_UPSTREAM_H
 
+#include <sys/queue.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -21,7 +22,7 @@ struct evbuffer;
 struct handle;
 struct reg_endpoint;
 struct stream;
-struct worker;
+struct wctx;
 struct upstream;
 
 /*
@@ -30,17 +31,22 @@ struct upstream;
  * unwatching are O(1) however many names share the replica.  Handles with
  * requests queued are on a second list, the only one told that a full
  * connection freed a slot: a completed request costs nothing per idle name.
+ * event(h, up) is how the upstream tells: it became ready, went down, or
+ * freed a slot.  It may unwatch (this or another watch) and attach
+ * streams, but must not free up.
  */
 struct upstream_watch {
 	struct handle	*h;
-	struct upstream_watch *prev, *next;
+	void		(*event)(struct handle *, struct upstream *);
+	LIST_ENTRY(upstream_watch) link;
 	int		 waiting;	/* on the waiters' list */
 };
 
 /* Find this worker's connection to ep, creating (and connecting) it. */
-struct upstream	*upstream_get(struct worker *, struct reg_endpoint *);
-void		 upstream_pool_free(struct worker *);
-/* w->h set by the caller; at most one watch per handle and upstream. */
+struct upstream	*upstream_get(struct wctx *, struct reg_endpoint *);
+void		 upstream_pool_free(struct wctx *);
+/* w->h and w->event set by the caller; at most one watch per handle and
+ * upstream. */
 void		 upstream_watch(struct upstream *, struct upstream_watch *);
 void		 upstream_unwatch(struct upstream *, struct upstream_watch *);
 /* The handle has requests queued (waiting 1) or no longer (0). */
@@ -56,15 +62,9 @@ unsigned	 upstream_capacity(const struct upstream *);
 const char	*upstream_id(const struct upstream *);
 
 /* Give the stream an id on this connection and send its REQUEST (and any
- * body already buffered).  0, or -1 if the connection cannot take it. */
+ * body already buffered); the stream then sends body (DATA, END), credit
+ * (WINDOW) and CANCEL through the carrier it is handed (stream.h).  0, or
+ * -1 if the connection cannot take it. */
 int		 upstream_attach(struct upstream *, struct stream *);
-/* Body from the client, for an attached stream: DATA frames. */
-void		 upstream_send_data(struct upstream *, uint32_t id,
-		    const void *, size_t);
-void		 upstream_send_end(struct upstream *, uint32_t id);
-void		 upstream_send_window(struct upstream *, uint32_t id, uint32_t n);
-/* Abandon a stream: CANCEL (with a wire code: CANCEL, TIMEOUT) to the
- * replica, forget it here. */
-void		 upstream_cancel(struct upstream *, struct stream *, uint32_t);
 
 #endif

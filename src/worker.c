@@ -29,7 +29,6 @@
 
 #include "accesslog.h"
 #include "conf.h"
-#include "front.h"
 #include "handle.h"
 #include "log.h"
 #include "metrics.h"
@@ -37,6 +36,7 @@
 #include "registry.h"
 #include "route.h"
 #include "upstream.h"
+#include "wctx.h"
 #include "worker.h"
 
 #define WORKER_MAX_LISTENERS	16
@@ -61,24 +61,24 @@ struct worker_msg {
 	struct worker_msg *next;
 };
 
+struct worker_listener {
+	struct worker	*w;
+	struct evconnlistener *l;
+	void		(*accept)(struct wctx *, int, const struct sockaddr *,
+			    int, void *);
+	void		*arg;
+};
+
 struct worker {
-	unsigned	 id;
+	struct wctx	 ctx;		/* what the modules below see */
+	struct worker_hooks hooks;
 	struct worker_snap *snap;	/* current: gens[ngens - 1].snap */
 	struct worker_gen *gens;	/* oldest first */
 	unsigned	 ngens;
-	struct registry	*reg;
-	struct event_base *base;
 	pthread_t	 thread;
 	int		 started;
-	struct evconnlistener *listeners[WORKER_MAX_LISTENERS];
-	int		 admin[WORKER_MAX_LISTENERS];
+	struct worker_listener listeners[WORKER_MAX_LISTENERS];
 	unsigned	 nlisteners;
-	struct handle_table *handles;
-	void		*upstreams;
-	void		*fronts;
-	uint32_t	 rng;
-	uint32_t	 rid_prefix;
-	uint64_t	 rid_counter;
 	struct event	*paused;	/* accept paused after EMFILE */
 	struct event	*tick;
 	struct handle	**orphans;	/* detached, waiting to be idle */
@@ -165,6 +165,8 @@ worker_push_gen(struct worker *w, struct worker_snap *snap)
 	g[w->ngens].snap = snap;
 	g[w->ngens++].nconns = 0;
 	w->snap = snap;
+	w->ctx.conf = snap->conf;
+	w->ctx.routes = snap->routes;
 	return 0;
 }
 
@@ -175,7 +177,7 @@ worker_switch(struct worker *w, struct worker_snap *snap)
 		return;
 	if (worker_push_gen(w, snap) == -1) {
 		log_warnx("worker %u: out of memory: configuration not "
-		    "switched", w->id);
+		    "switched", w->ctx.id);
 		return;
 	}
 	worker_retire_gens(w);
@@ -207,36 +209,44 @@ worker_base_new(void)
 }
 
 struct worker *
-worker_new(unsigned id, struct worker_snap *snap, struct registry *reg)
+worker_new(unsigned id, struct worker_snap *snap, struct registry *reg,
+    const struct worker_hooks *hooks)
 {
 	struct timeval tick = { 0, WORKER_TICK_MS * 1000 };
 	struct worker *w;
 
 	if ((w = calloc(1, sizeof(*w))) == NULL)
 		return NULL;
-	w->id = id;
-	w->reg = reg;
+	w->ctx.id = id;
+	w->ctx.reg = reg;
+	w->ctx.worker = w;
+	w->ctx.metrics = metrics_slot(id);
+	w->ctx.alog = accesslog_slot(id);
+	if (hooks != NULL)
+		w->hooks = *hooks;
 	atomic_init(&w->busy, -1);
 	if (worker_push_gen(w, snap) == -1) {
 		free(w);
 		return NULL;
 	}
 	pthread_mutex_init(&w->inbox_lock, NULL);
-	if (getrandom(&w->rid_prefix, sizeof(w->rid_prefix), 0) !=
-	    sizeof(w->rid_prefix))
-		w->rid_prefix = (uint32_t)random();
-	w->rng = w->rid_prefix | 1;
+	if (getrandom(&w->ctx.rid_prefix, sizeof(w->ctx.rid_prefix), 0) !=
+	    sizeof(w->ctx.rid_prefix))
+		w->ctx.rid_prefix = (uint32_t)random();
+	w->ctx.rng = w->ctx.rid_prefix | 1;
 	w->inbox_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-	w->base = worker_base_new();
-	w->handles = handle_table_new();
-	if (w->base != NULL && w->inbox_fd != -1) {
-		w->inbox_ev = event_new(w->base, w->inbox_fd,
+	w->ctx.base = worker_base_new();
+	w->ctx.handles = handle_table_new();
+	if (w->ctx.base != NULL && w->inbox_fd != -1) {
+		w->inbox_ev = event_new(w->ctx.base, w->inbox_fd,
 		    EV_READ | EV_PERSIST, worker_inbox_cb, w);
-		w->tick = event_new(w->base, -1, EV_PERSIST, worker_tick_cb, w);
+		w->tick = event_new(w->ctx.base, -1, EV_PERSIST,
+		    worker_tick_cb, w);
 	}
 	if (w->inbox_ev != NULL)
 		event_add(w->inbox_ev, NULL);
-	if (w->base == NULL || w->handles == NULL || w->inbox_ev == NULL ||
+	if (w->ctx.base == NULL || w->ctx.handles == NULL ||
+	    w->inbox_ev == NULL ||
 	    w->tick == NULL) {
 		worker_free(w);
 		return NULL;
@@ -266,16 +276,17 @@ worker_free(struct worker *w)
 	if (w == NULL)
 		return;
 	for (i = 0; i < w->nlisteners; i++)
-		evconnlistener_free(w->listeners[i]);
+		evconnlistener_free(w->listeners[i].l);
 	/* Clients first (they cancel their streams), then handles (they
 	 * unwatch upstreams), then the upstreams. */
-	front_free_all(w);
-	accesslog_flush(w);
+	if (w->hooks.free_all != NULL)
+		w->hooks.free_all(&w->ctx);
+	accesslog_flush(w->ctx.alog);
 	for (i = 0; i < w->norphans; i++)
 		handle_release(w->orphans[i]);
 	free(w->orphans);
-	handle_table_free(w->handles);
-	upstream_pool_free(w);
+	handle_table_free(w->ctx.handles);
+	upstream_pool_free(&w->ctx);
 	if (w->inbox_ev != NULL)
 		event_free(w->inbox_ev);
 	if (w->paused != NULL)
@@ -284,8 +295,8 @@ worker_free(struct worker *w)
 		event_free(w->tick);
 	if (w->drain_ev != NULL)
 		event_free(w->drain_ev);
-	if (w->base != NULL)
-		event_base_free(w->base);
+	if (w->ctx.base != NULL)
+		event_base_free(w->ctx.base);
 	if (w->inbox_fd > 0)
 		close(w->inbox_fd);
 	worker_free_inbox(w);
@@ -300,15 +311,9 @@ static void
 worker_accept_cb(struct evconnlistener *l, evutil_socket_t fd,
     struct sockaddr *sa, int socklen, void *arg)
 {
-	struct worker *w = arg;
-	unsigned i;
-	int admin = 0;
+	struct worker_listener *wl = arg;
 
-	for (i = 0; i < w->nlisteners; i++) {
-		if (w->listeners[i] == l)
-			admin = w->admin[i];
-	}
-	front_accept(w, fd, sa, socklen, admin);
+	wl->accept(&wl->w->ctx, fd, sa, socklen, wl->arg);
 }
 
 static void
@@ -318,44 +323,51 @@ worker_resume_accept(evutil_socket_t fd, short ev, void *arg)
 	unsigned i;
 
 	for (i = 0; i < w->nlisteners; i++)
-		evconnlistener_enable(w->listeners[i]);
+		evconnlistener_enable(w->listeners[i].l);
 }
 
 /* Out of descriptors: stop accepting for a moment instead of spinning. */
 static void
 worker_accept_error_cb(struct evconnlistener *l, void *arg)
 {
-	struct worker *w = arg;
+	struct worker *w = ((struct worker_listener *)arg)->w;
 	struct timeval tv = { 0, 100 * 1000 };
 	unsigned i;
 
-	log_warn("worker %u: accept", w->id);
+	log_warn("worker %u: accept", w->ctx.id);
 	for (i = 0; i < w->nlisteners; i++)
-		evconnlistener_disable(w->listeners[i]);
+		evconnlistener_disable(w->listeners[i].l);
 	if (w->paused == NULL)
-		w->paused = evtimer_new(w->base, worker_resume_accept, w);
+		w->paused = evtimer_new(w->ctx.base, worker_resume_accept, w);
 	if (w->paused != NULL)
 		evtimer_add(w->paused, &tv);
 }
 
 int
-worker_add_listener(struct worker *w, int fd, int admin)
+worker_add_listener(struct worker *w, int fd,
+    void (*accept)(struct wctx *, int, const struct sockaddr *, int, void *),
+    void *arg)
 {
+	struct worker_listener *wl;
 	struct evconnlistener *l;
 
 	if (w->nlisteners == WORKER_MAX_LISTENERS)
 		return -1;
+	wl = &w->listeners[w->nlisteners];
 	/* Accepted sockets inherit TCP_NODELAY from the listener on Linux:
 	 * set once here, not once per connection. */
 	net_nodelay(fd);
 	/* CLOSE_ON_EXEC: accepted sockets must not leak into replicas. */
-	l = evconnlistener_new(w->base, worker_accept_cb, w,
+	l = evconnlistener_new(w->ctx.base, worker_accept_cb, wl,
 	    LEV_OPT_CLOSE_ON_FREE | LEV_OPT_CLOSE_ON_EXEC, -1, fd);
 	if (l == NULL)
 		return -1;
 	evconnlistener_set_error_cb(l, worker_accept_error_cb);
-	w->admin[w->nlisteners] = admin;
-	w->listeners[w->nlisteners++] = l;
+	wl->w = w;
+	wl->accept = accept;
+	wl->arg = arg;
+	wl->l = l;
+	w->nlisteners++;
 	return 0;
 }
 
@@ -364,7 +376,7 @@ worker_main(void *arg)
 {
 	struct worker *w = arg;
 
-	event_base_dispatch(w->base);
+	event_base_dispatch(w->ctx.base);
 	return NULL;
 }
 
@@ -380,7 +392,7 @@ worker_start(struct worker *w)
 static void
 worker_stop_cb(struct worker *w, void *arg)
 {
-	event_base_loopexit(w->base, NULL);
+	event_base_loopexit(w->ctx.base, NULL);
 }
 
 void
@@ -436,16 +448,10 @@ worker_inbox_cb(evutil_socket_t fd, short ev, void *arg)
 	}
 }
 
-unsigned
-worker_id(const struct worker *w)
+struct wctx *
+worker_ctx(struct worker *w)
 {
-	return w->id;
-}
-
-struct event_base *
-worker_base(const struct worker *w)
-{
-	return w->base;
+	return &w->ctx;
 }
 
 const struct conf *
@@ -457,45 +463,15 @@ worker_conf(const struct worker *w)
 struct registry *
 worker_registry(const struct worker *w)
 {
-	return w->reg;
-}
-
-const struct route_table *
-worker_routes(const struct worker *w)
-{
-	return w->snap->routes;
-}
-
-struct handle_table *
-worker_handles(const struct worker *w)
-{
-	return w->handles;
-}
-
-void **
-worker_upstream_pool(struct worker *w)
-{
-	return &w->upstreams;
-}
-
-void **
-worker_front_list(struct worker *w)
-{
-	return &w->fronts;
-}
-
-uint32_t *
-worker_rng(struct worker *w)
-{
-	return &w->rng;
+	return w->ctx.reg;
 }
 
 void
-worker_request_id(struct worker *w, char *buf, size_t len)
+worker_request_id(struct wctx *c, char *buf, size_t len)
 {
 	static const char hex[] = "0123456789abcdef";
-	uint64_t v = ((uint64_t)w->rid_prefix << 32) |
-	    (++w->rid_counter & 0xffffffffULL);
+	uint64_t v = ((uint64_t)c->rid_prefix << 32) |
+	    (++c->rid_counter & 0xffffffffULL);
 	int i;
 
 	/* 16 hex digits: a random per-worker prefix and a counter; no
@@ -511,8 +487,9 @@ worker_request_id(struct worker *w, char *buf, size_t len)
 }
 
 int
-worker_conn_open(struct worker *w)
+worker_conn_open(struct wctx *c)
 {
+	struct worker *w = c->worker;
 	unsigned n = atomic_fetch_add_explicit(&worker_nconns, 1,
 	    memory_order_relaxed);
 
@@ -522,13 +499,14 @@ worker_conn_open(struct worker *w)
 		return -1;
 	}
 	w->gens[w->ngens - 1].nconns++;
-	metrics_conn_opened(w);
+	metrics_conn_opened(c->metrics);
 	return 0;
 }
 
 void
-worker_conn_close(struct worker *w)
+worker_conn_close(struct wctx *c)
 {
+	struct worker *w = c->worker;
 	unsigned i = w->ngens;
 
 	atomic_fetch_sub_explicit(&worker_nconns, 1, memory_order_relaxed);
@@ -560,7 +538,7 @@ worker_apply_changes(struct worker *w, const struct reg_change *ch,
 
 	for (i = 0; i < n; i++) {
 		if (ch[i].kind == REG_REMOVED ||
-		    handle_refresh(w, ch[i].name) == -1)
+		    handle_refresh(&w->ctx, ch[i].name) == -1)
 			worker_forget(w, ch[i].name);
 	}
 }
@@ -570,9 +548,9 @@ worker_forget(struct worker *w, const char *name)
 {
 	struct handle *h, **no;
 
-	if ((h = handle_detach(w, name)) == NULL)
+	if ((h = handle_detach(&w->ctx, name)) == NULL)
 		return;
-	metrics_handle_evicted(w);
+	metrics_handle_evicted(w->ctx.metrics);
 	if (handle_is_idle(h)) {
 		handle_release(h);
 		return;
@@ -580,7 +558,7 @@ worker_forget(struct worker *w, const char *name)
 	if ((no = realloc(w->orphans, (w->norphans + 1) * sizeof(*no))) ==
 	    NULL) {
 		/* Leak it rather than free what streams still use. */
-		log_warnx("worker %u: out of memory", w->id);
+		log_warnx("worker %u: out of memory", w->ctx.id);
 		return;
 	}
 	w->orphans = no;
@@ -607,16 +585,16 @@ worker_tick_cb(evutil_socket_t fd, short ev, void *arg)
 {
 	struct worker *w = arg;
 
-	accesslog_flush(w);
+	accesslog_flush(w->ctx.alog);
 	if (w->norphans > 0)
 		worker_sweep_orphans(w);
-	handle_table_expire(w, w->snap->conf->handle_idle_ttl);
+	handle_table_expire(&w->ctx, w->snap->conf->handle_idle_ttl);
 }
 
 /* Graceful stop -------------------------------------------------------- */
 
 /*
- * Connections still open on this worker.  Not front_drain_all()'s count:
+ * Connections still open on this worker.  Not the drain hook's count:
  * a connection that finished its last response is "closing" but may
  * still have bytes to flush, and stopping now would cut them off.
  */
@@ -635,7 +613,8 @@ worker_drain_cb(evutil_socket_t fd, short ev, void *arg)
 {
 	struct worker *w = arg;
 
-	front_drain_all(w);
+	if (w->hooks.drain_all != NULL)
+		w->hooks.drain_all(&w->ctx);
 	atomic_store(&w->busy, worker_open_conns(w));
 }
 
@@ -648,14 +627,15 @@ worker_drain(struct worker *w)
 	/* Closing the sockets (not only disabling them) makes the kernel
 	 * refuse new connections instead of queueing them for nobody. */
 	for (i = 0; i < w->nlisteners; i++)
-		evconnlistener_free(w->listeners[i]);
+		evconnlistener_free(w->listeners[i].l);
 	w->nlisteners = 0;
 	if (w->paused != NULL)
 		evtimer_del(w->paused);
-	front_drain_all(w);
+	if (w->hooks.drain_all != NULL)
+		w->hooks.drain_all(&w->ctx);
 	atomic_store(&w->busy, worker_open_conns(w));
 	if (w->drain_ev == NULL)
-		w->drain_ev = event_new(w->base, -1, EV_PERSIST,
+		w->drain_ev = event_new(w->ctx.base, -1, EV_PERSIST,
 		    worker_drain_cb, w);
 	if (w->drain_ev != NULL)
 		evtimer_add(w->drain_ev, &tv);

@@ -13,7 +13,9 @@
 #ifndef INGRESSD_WORKER_H
 #define INGRESSD_WORKER_H
 
+#include <stddef.h>
 #include <stdint.h>
+#include <sys/socket.h>
 
 struct conf;
 struct event_base;
@@ -21,7 +23,20 @@ struct handle_table;
 struct reg_change;
 struct registry;
 struct route_table;
+struct wctx;
 struct worker;
+
+/*
+ * What the worker calls back into the front edge, filled in by main: the
+ * worker knows the thread and its loop, not the protocols it carries.
+ * drain_all: close idle client connections, end busy ones after their
+ * response (returns how many are still busy).  free_all: free every
+ * client connection (the worker is going).
+ */
+struct worker_hooks {
+	unsigned (*drain_all)(struct wctx *);
+	void	(*free_all)(struct wctx *);
+};
 
 struct worker_snap;
 
@@ -31,12 +46,15 @@ void		 worker_snap_ref(struct worker_snap *);
 void		 worker_snap_unref(struct worker_snap *);
 const struct conf *worker_snap_conf(const struct worker_snap *);
 
-/* Takes a reference to snap. */
+/* Takes a reference to snap; hooks are copied (NULL: none). */
 struct worker	*worker_new(unsigned id, struct worker_snap *,
-		    struct registry *);
+		    struct registry *, const struct worker_hooks *);
 void		 worker_free(struct worker *);
-/* Listen on fd (already bound); admin: the admin listener. */
-int		 worker_add_listener(struct worker *, int fd, int admin);
+/* Listen on fd (already bound); each accepted connection goes to
+ * accept(ctx, fd, sa, socklen, arg) on the worker's thread. */
+int		 worker_add_listener(struct worker *, int fd,
+		    void (*accept)(struct wctx *, int, const struct sockaddr *,
+		    int, void *), void *arg);
 int		 worker_start(struct worker *);
 /* From another thread: stop the loop, then join. */
 void		 worker_stop(struct worker *);
@@ -68,20 +86,17 @@ unsigned	 worker_beats(const struct worker *);
 /* Client connections open across all workers. */
 unsigned	 worker_conns(void);
 
-unsigned	 worker_id(const struct worker *);
-struct event_base *worker_base(const struct worker *);
+/* The context the worker passes down (wctx.h), for code that runs on
+ * the worker's thread. */
+struct wctx	*worker_ctx(struct worker *);
+/* For admin.c, which is handed the worker. */
 const struct conf *worker_conf(const struct worker *);
 struct registry	*worker_registry(const struct worker *);
-const struct route_table *worker_routes(const struct worker *);
-struct handle_table *worker_handles(const struct worker *);
-/* Per-worker slot for upstream.c's connection table. */
-void		**worker_upstream_pool(struct worker *);
-void		**worker_front_list(struct worker *);
-uint32_t	*worker_rng(struct worker *);
-/* A fresh request id (hex), unique across workers and restarts. */
-void		 worker_request_id(struct worker *, char *buf, size_t len);
+/* On the worker's thread.  A fresh request id (hex), unique across
+ * workers and restarts. */
+void		 worker_request_id(struct wctx *, char *buf, size_t len);
 /* Connections: counted against limits.max_connections across workers. */
-int		 worker_conn_open(struct worker *);
-void		 worker_conn_close(struct worker *);
+int		 worker_conn_open(struct wctx *);
+void		 worker_conn_close(struct wctx *);
 
 #endif

@@ -50,6 +50,7 @@
 #include "registry.h"
 #include "route.h"
 #include "wire.h"
+#include "wctx.h"
 #include "worker.h"
 
 int	LLVMFuzzerInitialize(int *, char ***);
@@ -148,6 +149,10 @@ static struct registry		*reg;
 static struct route_table	*routes;
 static struct worker_snap	*snap;
 static struct worker		*w;
+static const struct worker_hooks hooks = {
+	.drain_all = front_drain_all,
+	.free_all = front_free_all,
+};
 static struct event_base	*base;
 static char			 dir[64];
 static char			 sock_path[128];
@@ -369,8 +374,8 @@ LLVMFuzzerInitialize(int *argc, char ***argv)
 	registry_changes_free(changes, nchanges);
 	CHECK((routes = route_table_new(conf)) != NULL);
 	CHECK((snap = worker_snap_new(conf, routes)) != NULL);
-	CHECK((w = worker_new(0, snap, reg)) != NULL);
-	base = worker_base(w);
+	CHECK((w = worker_new(0, snap, reg, &hooks)) != NULL);
+	base = worker_ctx(w)->base;
 
 	memset(&sun, 0, sizeof sun);
 	sun.sun_family = AF_UNIX;
@@ -700,8 +705,8 @@ warm_up(void)
 	CHECK(fd_nonblock(fds[0]) == 0 && fd_nonblock(fds[1]) == 0);
 	memset(&sa, 0, sizeof sa);
 	sa.sun_family = AF_UNIX;
-	front_accept(w, fds[0], (struct sockaddr *)&sa, sizeof(sa_family_t),
-	    0);
+	front_accept(worker_ctx(w), fds[0], (struct sockaddr *)&sa,
+	    sizeof(sa_family_t), 0);
 	CHECK(write(fds[1], req, sizeof req - 1) == sizeof req - 1);
 	for (i = 0; i < 500 && strstr(out.p ? out.p : "", "\r\n\r\nok") ==
 	    NULL; i++) {
@@ -747,8 +752,8 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	CHECK(fd_nonblock(fds[0]) == 0 && fd_nonblock(fds[1]) == 0);
 	memset(&sa, 0, sizeof sa);
 	sa.sun_family = AF_UNIX;
-	front_accept(w, fds[0], (struct sockaddr *)&sa, sizeof(sa_family_t),
-	    0);
+	front_accept(worker_ctx(w), fds[0], (struct sockaddr *)&sa,
+	    sizeof(sa_family_t), 0);
 	settle(fds[1], &out, &eof, p, n, &sent, piece);
 	eof_before_close = eof;
 	/* The client goes away: whatever is still open gets cancelled. */

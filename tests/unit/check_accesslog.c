@@ -18,29 +18,12 @@
 #include "accesslog.h"
 #include "conf.h"
 #include "reqlog.h"
-#include "worker.h"
 
 #define T_START	971186136.25	/* 2000-10-10T13:55:36.250Z */
 
 static char path[64];
-static struct worker *w0, *w1;
-
-/* A worker only as the access log's slot owner: never started. */
-static struct worker *
-worker_for_log(unsigned id)
-{
-	struct conf *conf = calloc(1, sizeof *conf);
-	struct worker_snap *snap;
-	struct worker *w;
-
-	ck_assert_ptr_nonnull(conf);
-	snap = worker_snap_new(conf, NULL);
-	ck_assert_ptr_nonnull(snap);
-	w = worker_new(id, snap, NULL);
-	ck_assert_ptr_nonnull(w);
-	worker_snap_unref(snap);
-	return (w);
-}
+/* Two workers' access-log slots. */
+static struct accesslog_slot *w0, *w1;
 
 static void
 log_to(int format)
@@ -65,8 +48,8 @@ setup(void)
 	ck_assert_int_ne(fd, -1);
 	close(fd);
 	ck_assert_int_eq(accesslog_init(2), 0);
-	w0 = worker_for_log(0);
-	w1 = worker_for_log(1);
+	w0 = accesslog_slot(0);
+	w1 = accesslog_slot(1);
 }
 
 static void
@@ -74,8 +57,6 @@ teardown(void)
 {
 	char rotated[80];
 
-	worker_free(w0);
-	worker_free(w1);
 	accesslog_free();
 	unlink(path);
 	snprintf(rotated, sizeof rotated, "%s.1", path);
