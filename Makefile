@@ -173,25 +173,41 @@ build-fuzz/fuzz_%: tests/fuzz/fuzz_%.c $(LIB_SRC) $(LLHTTP_SRC_DIR)/llhttp.c
 	    $(addprefix $(LLHTTP_SRC_DIR)/,api.c http.c llhttp.c) $(LIBS)
 
 # The conf goes in only if there is none (an upgrade keeps yours), with its
-# replica commands pointed at the installed examples; the units get PREFIX.
+# replica commands pointed at the installed examples; the units and the man
+# page get PREFIX.  LIBDIR is for the replica library and its .pc (Debian
+# wants its multiarch directory); UNITDIR is PREFIX's systemd directory.
+LIBDIR	?= $(PREFIX)/lib
+UNITDIR	?= $(PREFIX)/lib/systemd/system
+VERSION	:= $(shell sed -n 's/^\#define INGRESSD_VERSION[^"]*"\(.*\)"/\1/p' src/main.c)
 ETC_CONF := $(DESTDIR)/etc/ingressd/ingressd.json
 install: all
 	install -d $(DESTDIR)$(PREFIX)/sbin $(DESTDIR)$(PREFIX)/lib/ingressd \
 	    $(DESTDIR)$(PREFIX)/share/man/man8 \
 	    $(DESTDIR)$(PREFIX)/share/doc/ingressd \
-	    $(DESTDIR)/etc/ingressd $(DESTDIR)/lib/systemd/system
+	    $(DESTDIR)$(PREFIX)/include/ingressd $(DESTDIR)$(LIBDIR)/pkgconfig \
+	    $(DESTDIR)/etc/ingressd $(DESTDIR)/etc/logrotate.d \
+	    $(DESTDIR)$(UNITDIR)
 	install -m 755 $(BUILD)/ingressd $(DESTDIR)$(PREFIX)/sbin/ingressd
 	install -m 755 $(EXAMPLES) $(DESTDIR)$(PREFIX)/lib/ingressd/
-	install -m 644 docs/ingressd.8 $(DESTDIR)$(PREFIX)/share/man/man8/
+	sed 's|/usr/local|$(PREFIX)|g' docs/ingressd.8 > \
+	    $(DESTDIR)$(PREFIX)/share/man/man8/ingressd.8
+	chmod 644 $(DESTDIR)$(PREFIX)/share/man/man8/ingressd.8
 	install -m 644 docs/operations.md docs/conf.md \
 	    $(DESTDIR)$(PREFIX)/share/doc/ingressd/
+	install -m 644 replica/replica.h $(DESTDIR)$(PREFIX)/include/ingressd/
+	install -m 644 $(REPLICA_LIB) $(DESTDIR)$(LIBDIR)/
+	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(LIBDIR)|' \
+	    -e 's|@VERSION@|$(VERSION)|' replica/ingressd-replica.pc.in > \
+	    $(DESTDIR)$(LIBDIR)/pkgconfig/ingressd-replica.pc
+	chmod 644 $(DESTDIR)$(LIBDIR)/pkgconfig/ingressd-replica.pc
+	install -m 644 conf/ingressd.logrotate $(DESTDIR)/etc/logrotate.d/ingressd
 	[ -f $(ETC_CONF) ] || { sed 's|"build/replica-|"$(PREFIX)/lib/ingressd/replica-|' \
 	    conf/ingressd.json > $(ETC_CONF).tmp && chmod 644 $(ETC_CONF).tmp && \
 	    mv $(ETC_CONF).tmp $(ETC_CONF); }
 	for u in ingressd.service ingressd.socket; do \
 	    sed 's|/usr/local|$(PREFIX)|g' systemd/$$u > \
-	    $(DESTDIR)/lib/systemd/system/$$u && \
-	    chmod 644 $(DESTDIR)/lib/systemd/system/$$u || exit 1; done
+	    $(DESTDIR)$(UNITDIR)/$$u && \
+	    chmod 644 $(DESTDIR)$(UNITDIR)/$$u || exit 1; done
 
 clean:
 	rm -rf build build-asan build-fuzz

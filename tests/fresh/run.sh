@@ -253,7 +253,7 @@ if has deb; then
 		    >"$LOGS/deb-install.log" 2>&1
 		rc=$?
 		start=$(sed -n 's/^ExecStart=//p' \
-		    "$ROOT2/lib/systemd/system/ingressd.service" 2>/dev/null | head -n1)
+		    "$ROOT2"/lib/systemd/system/ingressd.service "$ROOT2"/usr/lib/systemd/system/ingressd.service 2>/dev/null | head -n1)
 		if [ $rc -ne 0 ] || [ -z "$start" ]; then
 			result deb-install FAIL $((SECONDS - t0)) "exit $rc; $(tail -n1 "$LOGS/deb-install.log")"
 		else
