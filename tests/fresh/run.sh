@@ -163,10 +163,11 @@ new_root() {
 }
 
 # Run a command chrooted in root $1 with a login-like environment, in its
-# own process group (so it can be stopped whole by its pid).
+# own process group (so it can be stopped whole by its pid).  exec: run in
+# the background, the subshell's pid ($!) must become the group's leader.
 in_root() {
 	local r=$1; shift
-	setsid chroot "$r" /usr/bin/env -i HOME=/root LANG=C.UTF-8 TERM=dumb \
+	exec setsid chroot "$r" /usr/bin/env -i HOME=/root LANG=C.UTF-8 TERM=dumb \
 	    PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
 	    /bin/sh -c "$*"
 }
@@ -177,7 +178,7 @@ serve_until_echo() {
 	local r=$1 cmd=$2 phase=$3 log=$4 t0=$SECONDS pid ok=0 i
 	ports_free 8000 8001 >"$LOGS/ports.txt" 2>&1 ||
 		{ result "$phase" FAIL 0 "$(cat "$LOGS/ports.txt")"; return 1; }
-	in_root "$r" "$cmd" >"$log" 2>&1 &
+	(in_root "$r" "$cmd") >"$log" 2>&1 &
 	pid=$!
 	while [ $((SECONDS - t0)) -lt "$RUN_WAIT" ]; do
 		if curl -sf -m 5 -d fresh localhost:8000/echo >"$LOGS/$phase-echo.json" 2>/dev/null
@@ -215,7 +216,7 @@ fi
 if has check; then
 	say "check: make check (log $LOGS/check.log)"
 	t0=$SECONDS
-	in_root "$ROOT" "cd /src/ingressd && timeout $CHECK_TIME make check" \
+	(in_root "$ROOT" "cd /src/ingressd && timeout $CHECK_TIME make check") \
 	    >"$LOGS/check.log" 2>&1
 	rc=$?
 	summ=$(grep -E '^(unit|python|integ): [0-9]+ passed|^conformance \(' \
@@ -231,10 +232,10 @@ fi
 if has deb; then
 	say "deb: dpkg-buildpackage in $ROOT (log $LOGS/deb-build.log)"
 	t0=$SECONDS
-	in_root "$ROOT" "export DEBIAN_FRONTEND=noninteractive;
+	(in_root "$ROOT" "export DEBIAN_FRONTEND=noninteractive;
 	    apt-get update -qq && apt-get install -y -qq --no-install-recommends \
 	    dpkg-dev && cd /src/ingressd && apt-get build-dep -y -qq ./ &&
-	    dpkg-buildpackage -us -uc -b" >"$LOGS/deb-build.log" 2>&1
+	    dpkg-buildpackage -us -uc -b") >"$LOGS/deb-build.log" 2>&1
 	rc=$?
 	debs=$(cd "$ROOT/src" && ls ./*.deb 2>/dev/null | tr '\n' ' ')
 	if [ $rc -ne 0 ] || [ -z "$debs" ]; then
@@ -246,10 +247,10 @@ if has deb; then
 		ROOT2=$NEWROOT
 		cp "$ROOT"/src/*.deb "$ROOT2/tmp/"
 		t0=$SECONDS
-		in_root "$ROOT2" "export DEBIAN_FRONTEND=noninteractive;
+		(in_root "$ROOT2" "export DEBIAN_FRONTEND=noninteractive;
 		    printf '#!/bin/sh\nexit 101\n' >/usr/sbin/policy-rc.d &&
 		    chmod 755 /usr/sbin/policy-rc.d && apt-get update -qq &&
-		    cd /tmp && apt-get install -y -qq ./ingressd_*.deb" \
+		    cd /tmp && apt-get install -y -qq ./ingressd_*.deb") \
 		    >"$LOGS/deb-install.log" 2>&1
 		rc=$?
 		start=$(sed -n 's/^ExecStart=//p' \
