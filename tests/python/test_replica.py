@@ -830,7 +830,15 @@ class Examples(unittest.TestCase):
 				raise AssertionError("%s did not listen: %s" % (
 				    name, p.stderr.read()))
 			time.sleep(0.01)
-		c = wc.WireClient.connect("unix:" + path, timeout=T)
+		# The path exists from bind(); connect is refused until listen().
+		while True:
+			try:
+				c = wc.WireClient.connect("unix:" + path, timeout=T)
+				break
+			except ConnectionRefusedError:
+				if time.monotonic() > deadline:
+					raise
+				time.sleep(0.01)
 		self.addCleanup(c.close)
 		c.hello()
 		c.ping()
