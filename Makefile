@@ -1,13 +1,19 @@
-# ingressd -- GNU make.  `make run` and `make check` are the two entry points;
-# both install missing Debian packages first (scripts/deps.sh).
+# ingressd -- GNU make.  `make run` and `make check` are the two entry points:
+# both install missing Debian packages first (scripts/deps.sh: `run` needs
+# fewer than `check`), then build in a second make, which sees the files the
+# packages brought (a make that has looked for /usr/share/llhttp/*.c does
+# not look again).
 #
 # Variables you may set: CFLAGS, LDFLAGS, PREFIX, DESTDIR, BUILD, SAN=1
-# (ASan+UBSan), WERROR=1 (set automatically when CI=true).
+# (ASan+UBSan), WERROR=1 (set automatically when CI=true), PYTHON.
 
 PREFIX	?= /usr/local
 DESTDIR	?=
 BUILD	?= build
 CC	?= cc
+# Debian's python3-* modules (prometheus_client ...) are importable by this
+# interpreter only, not by a pyenv python3 first on PATH.
+PYTHON	?= /usr/bin/python3
 PKG	:= libevent libevent_pthreads jansson
 LLHTTP_SRC_DIR := /usr/share/llhttp
 LLHTTP_INC_DIR := /usr/share/include/llhttp
@@ -30,16 +36,14 @@ endif
 
 PKG_CFLAGS = $(shell pkg-config --cflags $(PKG) 2>/dev/null)
 PKG_LIBS   = $(shell pkg-config --libs $(PKG) 2>/dev/null)
-SYSTEMD_CFLAGS = $(shell pkg-config --exists libsystemd 2>/dev/null && echo -DHAVE_SYSTEMD)
-SYSTEMD_LIBS   = $(shell pkg-config --libs libsystemd 2>/dev/null)
 
 # LLHTTP_STRICT_MODE must be the same for llhttp's sources and for every file
 # that includes llhttp.h: Debian's build is loose without it.
-DEFS	:= -D_GNU_SOURCE -DLLHTTP_STRICT_MODE=1 $(SYSTEMD_CFLAGS)
+DEFS	:= -D_GNU_SOURCE -DLLHTTP_STRICT_MODE=1
 ALL_CFLAGS = -std=c11 $(OPT) $(WARN) $(DEFS) -Isrc -Ireplica \
 	     -I$(LLHTTP_INC_DIR) $(PKG_CFLAGS) -MMD -MP $(CFLAGS)
 ALL_LDFLAGS = $(SANLD) $(LDFLAGS)
-LIBS	= $(PKG_LIBS) $(SYSTEMD_LIBS) -lpthread -lm
+LIBS	= $(PKG_LIBS) -lpthread -lm
 
 # The daemon: every src/*.c; main.c alone is left out of the library the
 # unit tests link against.
@@ -60,13 +64,37 @@ UNIT_SRC := $(wildcard tests/unit/check_*.c)
 UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 FUZZ_SRC := $(wildcard tests/fuzz/fuzz_*.c)
 
-.PHONY: all deps run check check-only unit python integ asan bench fuzz fuzz-ci \
-	conformance install clean
+.PHONY: all deps deps-check run check check-only unit python integ asan bench \
+	fuzz fuzz-ci conformance install clean
 
 all: $(BUILD)/ingressd $(REPLICA_LIB) $(EXAMPLES)
 
+# Building without the packages would end in a compiler error about
+# event2/event.h or "No rule to make target build/obj/llhttp/api.o": say in
+# one line what is missing instead.  Goals that install first are exempt.
+NODEPS_GOALS := deps deps-check run check asan bench fuzz fuzz-ci clean python
+ifneq ($(if $(MAKECMDGOALS),$(filter-out $(NODEPS_GOALS),$(MAKECMDGOALS)),all),)
+MISSING := $(if $(shell command -v $(CC)),,build-essential) \
+	   $(if $(shell command -v pkg-config),,pkg-config) \
+	   $(shell pkg-config --exists libevent libevent_pthreads 2>/dev/null || \
+		echo libevent-dev) \
+	   $(shell pkg-config --exists jansson 2>/dev/null || echo libjansson-dev) \
+	   $(if $(wildcard $(LLHTTP_SRC_DIR)/api.c),,node-llhttp)
+ifneq ($(strip $(MISSING)),)
+$(error missing Debian packages:$(sort $(MISSING)) -- run `make deps` (installs them) or `make run` (installs, builds, runs))
+endif
+ifneq ($(filter check-only unit $(BUILD)/tests/%,$(MAKECMDGOALS)),)
+ifeq ($(shell pkg-config --exists check 2>/dev/null && echo y),)
+$(error missing the Debian package check (unit tests) -- run `make deps-check` or `make check`)
+endif
+endif
+endif
+
 deps:
-	@sh scripts/deps.sh
+	@sh scripts/deps.sh run
+
+deps-check:
+	@sh scripts/deps.sh check
 
 $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -97,10 +125,11 @@ $(BUILD)/tests/check_%: $(BUILD)/obj/tests/unit/check_%.o $(BUILD)/libingressd.a
 	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(LIBS) \
 	    $(shell pkg-config --libs check 2>/dev/null)
 
-run: deps all
+run: deps
+	$(MAKE) all
 	./$(BUILD)/ingressd -c conf/ingressd.json
 
-check: deps
+check: deps-check
 	$(MAKE) check-only
 
 check-only: all $(UNIT_BIN)
@@ -112,31 +141,34 @@ unit: $(UNIT_BIN)
 # The Python replica SDK: its codec against the shared vectors, its server
 # against the independent Python peer in tests/integ/wire_client.py.
 python:
-	sh tests/python/run.sh
+	PYTHON=$(PYTHON) sh tests/python/run.sh
 
 integ: all
-	BUILD=$(BUILD) INGRESSD_SANITIZED=$(SAN) python3 tests/integ/run.py
+	BUILD=$(BUILD) INGRESSD_SANITIZED=$(SAN) $(PYTHON) tests/integ/run.py
 
 # ASan+UBSan: a separate tree, the same tests.
-asan: deps
+asan: deps-check
 	$(MAKE) BUILD=build-asan SAN=1 check-only
 
-bench: deps all
-	sh bench/run.sh
+bench: deps-check
+	$(MAKE) all
+	PYTHON=$(PYTHON) sh bench/run.sh
 
 FUZZ_BIN := $(FUZZ_SRC:tests/fuzz/%.c=build-fuzz/%)
-fuzz: deps $(FUZZ_BIN)
+fuzz: deps-check
+	$(MAKE) $(FUZZ_BIN)
 	sh tests/fuzz/run.sh $(FUZZ_BIN)
 
 # CI: each target for 60 s, two at a time (tests/fuzz/run.sh).
-fuzz-ci: deps $(FUZZ_BIN)
+fuzz-ci: deps-check
+	$(MAKE) $(FUZZ_BIN)
 	FUZZ_TIME=60 FUZZ_JOBS=2 sh tests/fuzz/run.sh $(FUZZ_BIN)
 
 depgraph: all ; scripts/depgraph --build $(BUILD) $(DEPGRAPH_FLAGS)
 
 # The raw-socket HTTP/1.1 suite against ingressd + replica-echo.
 conformance: all
-	python3 tests/conformance/run.py --ingressd $(BUILD) --strict
+	$(PYTHON) tests/conformance/run.py --ingressd $(BUILD) --strict
 
 build-fuzz/fuzz_%: tests/fuzz/fuzz_%.c $(LIB_SRC) $(LLHTTP_SRC_DIR)/llhttp.c
 	@mkdir -p $(dir $@)
@@ -145,25 +177,41 @@ build-fuzz/fuzz_%: tests/fuzz/fuzz_%.c $(LIB_SRC) $(LLHTTP_SRC_DIR)/llhttp.c
 	    $(addprefix $(LLHTTP_SRC_DIR)/,api.c http.c llhttp.c) $(LIBS)
 
 # The conf goes in only if there is none (an upgrade keeps yours), with its
-# replica commands pointed at the installed examples; the units get PREFIX.
+# replica commands pointed at the installed examples; the units and the man
+# page get PREFIX.  LIBDIR is for the replica library and its .pc (Debian
+# wants its multiarch directory); UNITDIR is PREFIX's systemd directory.
+LIBDIR	?= $(PREFIX)/lib
+UNITDIR	?= $(PREFIX)/lib/systemd/system
+VERSION	:= $(shell sed -n 's/^\#define INGRESSD_VERSION[^"]*"\(.*\)"/\1/p' src/main.c)
 ETC_CONF := $(DESTDIR)/etc/ingressd/ingressd.json
 install: all
 	install -d $(DESTDIR)$(PREFIX)/sbin $(DESTDIR)$(PREFIX)/lib/ingressd \
 	    $(DESTDIR)$(PREFIX)/share/man/man8 \
 	    $(DESTDIR)$(PREFIX)/share/doc/ingressd \
-	    $(DESTDIR)/etc/ingressd $(DESTDIR)/lib/systemd/system
+	    $(DESTDIR)$(PREFIX)/include/ingressd $(DESTDIR)$(LIBDIR)/pkgconfig \
+	    $(DESTDIR)/etc/ingressd $(DESTDIR)/etc/logrotate.d \
+	    $(DESTDIR)$(UNITDIR)
 	install -m 755 $(BUILD)/ingressd $(DESTDIR)$(PREFIX)/sbin/ingressd
 	install -m 755 $(EXAMPLES) $(DESTDIR)$(PREFIX)/lib/ingressd/
-	install -m 644 docs/ingressd.8 $(DESTDIR)$(PREFIX)/share/man/man8/
+	sed 's|/usr/local|$(PREFIX)|g' docs/ingressd.8 > \
+	    $(DESTDIR)$(PREFIX)/share/man/man8/ingressd.8
+	chmod 644 $(DESTDIR)$(PREFIX)/share/man/man8/ingressd.8
 	install -m 644 docs/operations.md docs/conf.md \
 	    $(DESTDIR)$(PREFIX)/share/doc/ingressd/
+	install -m 644 replica/replica.h $(DESTDIR)$(PREFIX)/include/ingressd/
+	install -m 644 $(REPLICA_LIB) $(DESTDIR)$(LIBDIR)/
+	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(LIBDIR)|' \
+	    -e 's|@VERSION@|$(VERSION)|' replica/ingressd-replica.pc.in > \
+	    $(DESTDIR)$(LIBDIR)/pkgconfig/ingressd-replica.pc
+	chmod 644 $(DESTDIR)$(LIBDIR)/pkgconfig/ingressd-replica.pc
+	install -m 644 conf/ingressd.logrotate $(DESTDIR)/etc/logrotate.d/ingressd
 	[ -f $(ETC_CONF) ] || { sed 's|"build/replica-|"$(PREFIX)/lib/ingressd/replica-|' \
 	    conf/ingressd.json > $(ETC_CONF).tmp && chmod 644 $(ETC_CONF).tmp && \
 	    mv $(ETC_CONF).tmp $(ETC_CONF); }
 	for u in ingressd.service ingressd.socket; do \
 	    sed 's|/usr/local|$(PREFIX)|g' systemd/$$u > \
-	    $(DESTDIR)/lib/systemd/system/$$u && \
-	    chmod 644 $(DESTDIR)/lib/systemd/system/$$u || exit 1; done
+	    $(DESTDIR)$(UNITDIR)/$$u && \
+	    chmod 644 $(DESTDIR)$(UNITDIR)/$$u || exit 1; done
 
 clean:
 	rm -rf build build-asan build-fuzz

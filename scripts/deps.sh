@@ -1,12 +1,25 @@
 #!/bin/sh
-# Install the Debian packages ingressd needs to build, run and test, if any
-# are missing.  Idempotent and quiet when everything is there.
+# scripts/deps.sh [run|check] -- install the Debian packages ingressd needs,
+# if any are missing.  Idempotent and quiet when everything is there.
+#   run    (default) build ingressd and run the default conf (`make run`)
+#   check  that plus what the tests, fuzzers and benchmarks drive
+#          (`make check`, asan, fuzz, bench)
 set -e
-PKGS="build-essential pkg-config libevent-dev libjansson-dev check libsubunit-dev
-node-llhttp libsystemd-dev python3 curl"
-# Tools the tests and benchmarks drive (load generators, a reference proxy,
-# a DNS server for the dns deployment tests: dnsmasq-base has no service).
-PKGS="$PKGS wrk apache2-utils nginx-light dnsmasq-base clang libclang-rt-14-dev valgrind"
+set_=${1:-run}
+case "$set_" in run|check) ;; *) echo "usage: deps.sh [run|check]" >&2; exit 2 ;; esac
+
+# Build and run: a compiler, libevent, jansson, llhttp's C sources; the
+# example replicas include a Python one; curl is the README's client.
+PKGS="build-essential pkg-config libevent-dev libjansson-dev node-llhttp
+python3 curl ca-certificates"
+if [ "$set_" = check ]; then
+	# Unit tests (Check), sanitizers and fuzzers (clang, its runtimes),
+	# load generators and a reference proxy for bench, a DNS server for the
+	# dns deployment tests (dnsmasq-base has no service), valgrind for the
+	# wire smoke run, and the metrics parser the integ tests use.
+	PKGS="$PKGS check libsubunit-dev clang libclang-rt-14-dev valgrind
+wrk apache2-utils nginx-light dnsmasq-base python3-prometheus-client"
+fi
 [ -n "$INGRESSD_DEPS_EXTRA" ] && PKGS="$PKGS $INGRESSD_DEPS_EXTRA"
 
 missing=""

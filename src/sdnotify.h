@@ -2,7 +2,8 @@
  * sdnotify.h -- tell systemd what we are doing (Type=notify).
  *
  * The sd_notify(3) protocol spoken directly (one datagram to the unix
- * socket named by $NOTIFY_SOCKET), so there is no library to link.
+ * socket named by $NOTIFY_SOCKET): no libsystemd to build or link against,
+ * and the same binary works with and without systemd.
  * Everything is a no-op when not started by systemd.  sdnotify_init()
  * reads and then removes NOTIFY_SOCKET, WATCHDOG_USEC, WATCHDOG_PID and the
  * socket activation variables (LISTEN_PID, LISTEN_FDS, LISTEN_FDNAMES)

@@ -4,7 +4,9 @@
 
 It packs ingressd_replica/*.py into a pure-Python wheel; the name, summary
 and Python requirement come from pyproject.toml's [project] table, the
-version from ingressd_replica/__init__.py.  build_editable (pip install -e)
+version from ingressd_replica/__init__.py, the licence from [project]'s
+license = { text = ... } and the LICENSE file (a link to the repository's)
+goes into the wheel's .dist-info and the sdist.  build_editable (pip install -e)
 installs a .pth file pointing at this directory.
 """
 import base64
@@ -32,6 +34,10 @@ def _project():
 				m = re.match(r'^([\w-]+)\s*=\s*"([^"]*)"$', line)
 				if m:
 					out[m.group(1)] = m.group(2)
+				m = re.match(r'^license\s*=\s*\{\s*text\s*=\s*"([^"]*)"',
+				    line)
+				if m:
+					out["license"] = m.group(1)
 	with open(os.path.join(HERE, PACKAGE, "__init__.py")) as f:
 		out["version"] = re.search(r'^__version__ = "([^"]+)"', f.read(),
 		    re.M).group(1)
@@ -48,9 +54,16 @@ def _metadata(p):
 	with open(os.path.join(HERE, "README.md")) as f:
 		readme = f.read()
 	return ("Metadata-Version: 2.1\nName: %s\nVersion: %s\nSummary: %s\n"
-	    "Requires-Python: %s\nDescription-Content-Type: text/markdown\n\n"
+	    "License: %s\nClassifier: License :: OSI Approved :: ISC License "
+	    "(ISCL)\nRequires-Python: %s\n"
+	    "Description-Content-Type: text/markdown\n\n"
 	    "%s" % (p["name"], p["version"], p.get("description", ""),
-	    p.get("requires-python", ">=3.9"), readme))
+	    p["license"], p.get("requires-python", ">=3.9"), readme))
+
+
+def _license():
+	with open(os.path.join(HERE, "LICENSE"), "rb") as f:
+		return f.read()
 
 
 def _dist_info(p):
@@ -69,6 +82,7 @@ def _wheel(wheel_directory, files):
 	info = base + ".dist-info"
 	for k, v in _dist_info(p).items():
 		files["%s/%s" % (info, k)] = v.encode("utf-8")
+	files["%s/LICENSE" % info] = _license()
 	record = []
 	for path, data in files.items():
 		digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest())
@@ -117,8 +131,10 @@ def build_sdist(sdist_directory, config_settings=None):
 		    ["%s/%s" % (PACKAGE, fn) for fn in sorted(os.listdir(
 		    os.path.join(HERE, PACKAGE))) if fn.endswith(".py")]:
 			t.add(os.path.join(HERE, rel), "%s/%s" % (base, rel))
-		pkg = _metadata(_project()).encode()
-		ti = tarfile.TarInfo("%s/PKG-INFO" % base)
-		ti.size = len(pkg)
-		t.addfile(ti, io.BytesIO(pkg))
+		# LICENSE is a link out of this directory: store its bytes.
+		for rel, data in (("PKG-INFO", _metadata(_project()).encode()),
+		    ("LICENSE", _license())):
+			ti = tarfile.TarInfo("%s/%s" % (base, rel))
+			ti.size = len(data)
+			t.addfile(ti, io.BytesIO(data))
 	return name

@@ -122,7 +122,13 @@ class SocketActivation(unittest.TestCase):
 			# Replicas inherit neither the variables nor the socket.
 			passed = os.readlink("/proc/%d/fd/3" % d.proc.pid)
 			self.assertTrue(passed.startswith("socket:"), passed)
+			daemon_exe = os.readlink("/proc/%d/exe" % d.proc.pid)
 			for pid in d.replica_pids().values():
+				# Until its exec a forked replica shows the daemon's
+				# start-up environ (LISTEN_FDS included) and its fds:
+				# look only once it runs the replica binary.
+				wait_until(lambda: os.readlink("/proc/%d/exe" % pid)
+				    != daemon_exe, what="replica %d exec'd" % pid)
 				with open("/proc/%d/environ" % pid, "rb") as f:
 					self.assertNotIn(b"LISTEN_FDS", f.read())
 				fds = "/proc/%d/fd" % pid

@@ -820,8 +820,8 @@ class Examples(unittest.TestCase):
         path = os.path.join(d, "r.sock")
         env = dict(os.environ, INGRESSD_LISTEN="unix:" + path,
                    INGRESSD_REPLICA_ID=name + "-0", INGRESSD_DEPLOYMENT=name)
-        p = subprocess.Popen([sys.executable, os.path.join(ROOT,
-                                                           "python", "examples", name + ".py")] + list(args), env=env,
+        script = os.path.join(ROOT, "python", "examples", name + ".py")
+        p = subprocess.Popen([sys.executable, script] + list(args), env=env,
                              stdin=subprocess.DEVNULL, stderr=subprocess.PIPE)
         self.addCleanup(self.reap, p)
         deadline = time.monotonic() + T
@@ -830,7 +830,15 @@ class Examples(unittest.TestCase):
                 raise AssertionError("%s did not listen: %s" % (
                     name, p.stderr.read()))
             time.sleep(0.01)
-        c = wc.WireClient.connect("unix:" + path, timeout=T)
+        # The path exists from bind(); connect is refused until listen().
+        while True:
+            try:
+                c = wc.WireClient.connect("unix:" + path, timeout=T)
+                break
+            except ConnectionRefusedError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.01)
         self.addCleanup(c.close)
         c.hello()
         c.ping()
