@@ -112,7 +112,7 @@ def build_wheel(wheel_directory, config_settings=None,
 	files = {}
 	src = os.path.join(HERE, PACKAGE)
 	for fn in sorted(os.listdir(src)):
-		if fn.endswith(".py"):
+		if fn.endswith(".py") or fn == "py.typed":
 			with open(os.path.join(src, fn), "rb") as f:
 				files["%s/%s" % (PACKAGE, fn)] = f.read()
 	return _wheel(wheel_directory, files)
@@ -129,7 +129,7 @@ def build_sdist(sdist_directory, config_settings=None):
 	with tarfile.open(os.path.join(sdist_directory, name), "w:gz") as t:
 		for rel in ["pyproject.toml", "README.md", "_build/ingressd_build.py"] + \
 		    ["%s/%s" % (PACKAGE, fn) for fn in sorted(os.listdir(
-		    os.path.join(HERE, PACKAGE))) if fn.endswith(".py")]:
+		    os.path.join(HERE, PACKAGE))) if fn.endswith(".py") or fn == "py.typed"]:
 			t.add(os.path.join(HERE, rel), "%s/%s" % (base, rel))
 		# LICENSE is a link out of this directory: store its bytes.
 		for rel, data in (("PKG-INFO", _metadata(_project()).encode()),

@@ -74,6 +74,15 @@ class Wheel(unittest.TestCase):
 		self.assertEqual(out.stdout.split()[0], "True")
 		self.assertEqual(out.stdout.split()[2], "True")
 
+	def test_typed_marker_packed(self):
+		"""PEP 561: the type hints reach users only with py.typed."""
+		with zipfile.ZipFile(self.wheel) as z:
+			self.assertIn("ingressd_replica/py.typed", z.namelist())
+		sdist = build("build_sdist", self.tmp.name)
+		with tarfile.open(sdist) as t:
+			self.assertTrue(any(m.name.endswith("/ingressd_replica/py.typed")
+			    for m in t.getmembers()))
+
 	def test_sdist_has_license(self):
 		sdist = build("build_sdist", self.tmp.name)
 		with tarfile.open(sdist) as t:
