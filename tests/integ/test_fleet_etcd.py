@@ -11,7 +11,8 @@ import sys
 import time
 import unittest
 
-from harness import Daemon, LoadLoop, Replica, ROOT, _register, free_port, \
+from harness import Daemon, LoadLoop, Replica, ROOT, _register, binary, \
+    free_port, \
     log_path, metric, request, scrape, stop_proc, wait_until
 from harness import deployment as dep
 from etcd_util import Etcd, Relay
@@ -159,6 +160,43 @@ class Fleet(unittest.TestCase):
 				for d in fleet:
 					d.stop()
 					d._cleanup_dir()
+
+	def test_lease_c_replica(self):
+		"""The C library's --register: SIGTERM revokes at once, SIGKILL
+		expires with the lease."""
+		with Etcd() as e:
+			conf = fleet_conf(e.endpoints)
+			conf["timeouts"] = {"queue": 0.3}
+			with Daemon(conf=conf) as a, Daemon(conf=conf) as b:
+				for sig, limit in ((signal.SIGTERM, 1.0),
+				    (signal.SIGKILL, 3.0)):
+					port = free_port()
+					logf = open(log_path("replica-c-etcd"), "wb")
+					proc = subprocess.Popen([binary("replica-echo"),
+					    "--listen", "127.0.0.1:%d" % port, "--id",
+					    "c1", "--deployment", "cm", "--register",
+					    "etcd://127.0.0.1:%d%s?ttl=2" % (e.client[0],
+					    PREFIX)], stdout=logf, stderr=logf)
+					_register(proc)
+					try:
+						for d in (a, b):
+							wait_until(lambda: routes(d, "cm"), 10,
+							    what="C replica registered")
+						t0 = time.monotonic()
+						proc.send_signal(sig)
+						proc.wait(5)
+						for d in (a, b):
+							wait_until(lambda: d.request("GET",
+							    "/models/cm/x").status == 404,
+							    limit + 1, interval=0.02,
+							    what="gone after %s" %
+							    signal.Signals(sig).name)
+						sys.stderr.write("C replica %s -> gone: "
+						    "%.2f s\n" % (signal.Signals(sig).name,
+						    time.monotonic() - t0))
+					finally:
+						stop_proc(proc)
+						logf.close()
 
 	def test_lease_replica_drain_revokes(self):
 		with Etcd() as e, Daemon(conf=fleet_conf(e.endpoints)) as d:
