@@ -12,8 +12,7 @@ import time
 import unittest
 
 from harness import Daemon, LoadLoop, Replica, ROOT, _register, binary, \
-    free_port, \
-    log_path, metric, request, scrape, stop_proc, wait_until
+    free_port, log_path, metric, request, scrape, stop_proc, wait_until
 from harness import deployment as dep
 from etcd_util import Etcd, Relay
 
