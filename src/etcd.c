@@ -129,6 +129,9 @@ etcd_kill_cb(evutil_socket_t fd, short ev, void *arg)
 {
 	struct etcd *e = arg;
 
+	/* Late: the next session has started (it cleared dead). */
+	if (!e->dead)
+		return;
 	if (e->conn != NULL)
 		evhttp_connection_free(e->conn);
 	e->conn = NULL;
