@@ -54,8 +54,10 @@ LLHTTP_OBJ := $(addprefix $(BUILD)/obj/llhttp/,api.o http.o llhttp.o)
 
 # The replica library (shares src/wire.c) and the example replicas.
 REPLICA_LIB := $(BUILD)/libingressd-replica.a
-REPLICA_OBJ := $(addprefix $(BUILD)/obj/replica/,conn.o req.o listen.o cli.o) \
-	       $(addprefix $(BUILD)/obj/src/,idtab.o net.o sock.o) \
+REPLICA_OBJ := $(addprefix $(BUILD)/obj/replica/,conn.o req.o listen.o cli.o \
+		etcd.o) \
+	       $(addprefix $(BUILD)/obj/src/,idtab.o net.o sock.o b64.o etcd_kv.o \
+		monotime.o) \
 	       $(BUILD)/obj/src/wire.o
 EXAMPLES := $(patsubst replica/examples/%.c,$(BUILD)/replica-%,\
 	    $(wildcard replica/examples/*.c))

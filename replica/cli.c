@@ -47,16 +47,16 @@ opt_value(int argc, char **argv, int *i, const char *name)
 }
 
 struct opts {
-	const char	*listen, *id, *deployment, *maxc, *drain;
+	const char	*listen, *id, *deployment, *maxc, *drain, *reg;
 };
 
 static int
 parse_args(int argc, char **argv, struct opts *o, char *err, size_t errlen)
 {
 	static const char *const names[] = { "--listen", "--id",
-	    "--deployment", "--max-concurrency", "--drain-ms" };
+	    "--deployment", "--max-concurrency", "--drain-ms", "--register" };
 	const char	**slot[] = { &o->listen, &o->id, &o->deployment,
-	    &o->maxc, &o->drain };
+	    &o->maxc, &o->drain, &o->reg };
 	const char	 *v;
 	size_t		  k;
 	int		  i;
@@ -66,6 +66,7 @@ parse_args(int argc, char **argv, struct opts *o, char *err, size_t errlen)
 	o->deployment = getenv("INGRESSD_DEPLOYMENT");
 	o->maxc = getenv("INGRESSD_MAX_CONCURRENCY");
 	o->drain = getenv("INGRESSD_DRAIN_MS");
+	o->reg = getenv("INGRESSD_REGISTER");
 	for (i = 1; i < argc; i++) {
 		for (k = 0; k < sizeof names / sizeof names[0]; k++) {
 			if ((v = opt_value(argc, argv, &i, names[k])) != NULL) {
@@ -76,7 +77,8 @@ parse_args(int argc, char **argv, struct opts *o, char *err, size_t errlen)
 		if (k == sizeof names / sizeof names[0]) {
 			snprintf(err, errlen, "unknown or incomplete option "
 			    "\"%s\" (use --listen ADDR, --id ID, --deployment "
-			    "NAME, --max-concurrency N, --drain-ms N)",
+			    "NAME, --max-concurrency N, --drain-ms N, "
+			    "--register URL)",
 			    argv[i]);
 			return -1;
 		}
@@ -131,6 +133,7 @@ replica_configure(struct replica *r, int argc, char **argv, char *err,
 		}
 		r->drain_ms = (unsigned)n;
 	}
+	r->register_url = o.reg != NULL && *o.reg != '\0' ? o.reg : NULL;
 	return replica_listen(r, o.listen, err, errlen);
 }
 

@@ -152,6 +152,8 @@ signal_cb(evutil_socket_t sig, short what, void *arg)
 		return;
 	}
 	r->stopping = 1;
+	replica_etcd_unregister(r->etcd);
+	r->etcd = NULL;
 	if (r->lev != NULL) {
 		evconnlistener_free(r->lev);
 		r->lev = NULL;
@@ -175,9 +177,16 @@ signal_cb(evutil_socket_t sig, short what, void *arg)
 int
 replica_run(struct replica *r)
 {
+	char err[256];
+
 	if (evsignal_add(r->sigterm, NULL) != 0 ||
 	    evsignal_add(r->sigint, NULL) != 0)
 		return -1;
+	if (r->register_url != NULL && (r->etcd = replica_etcd_register(r,
+	    r->register_url, err, sizeof(err))) == NULL) {
+		fprintf(stderr, "replica: %s\n", err);
+		return -1;
+	}
 	if (event_base_dispatch(r->base) == -1)
 		return -1;
 	replica_close_all(r);
@@ -190,6 +199,7 @@ replica_free(struct replica *r)
 	if (r == NULL)
 		return;
 	replica_close_all(r);
+	replica_etcd_unregister(r->etcd);
 	if (r->sigterm != NULL)
 		event_free(r->sigterm);
 	if (r->sigint != NULL)

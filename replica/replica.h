@@ -13,6 +13,8 @@
  *   --deployment NAME      INGRESSD_DEPLOYMENT   default ""
  *   --max-concurrency N    INGRESSD_MAX_CONCURRENCY  default 1024
  *   --drain-ms N           INGRESSD_DRAIN_MS     default 2000
+ *   --register URL         INGRESSD_REGISTER     etcd://IP:PORT/PREFIX[?ttl=N]:
+ *                          self-registration with a lease (replica_etcd_*)
  * A stale unix socket is unlinked before bind.  On SIGTERM or SIGINT the
  * replica stops accepting, unlinks its socket, sends GOAWAY, lets requests
  * in flight finish for up to drain-ms (a second signal cuts that short),
@@ -100,6 +102,22 @@ const char	*replica_id(struct replica *);
 const char	*replica_deployment(struct replica *);
 const char	*replica_address(struct replica *);	/* as bound */
 struct event_base *replica_base(struct replica *);
+
+/*
+ * Self-registration in etcd (registry.etcd in ingressd): grant a lease of
+ * ttl seconds (default 10), put PREFIX/deployments/DEPLOYMENT/replicas/ID =
+ * {"address": replica_address()} with it, keep it alive every ttl/3 on
+ * replica_base(), and register again if the lease is lost.  url is
+ * "etcd://IP:PORT[,IP:PORT]/PREFIX[?ttl=N]"; needs a deployment name.
+ * Calls to etcd block the loop for at most 1 s each.  --register does this
+ * for replica_run(), and unregisters when the drain begins.
+ * unregister revokes the lease (every ingressd drops the replica at once)
+ * and frees.
+ */
+struct replica_etcd;
+struct replica_etcd *replica_etcd_register(struct replica *, const char *url,
+		    char *err, size_t errlen);
+void		 replica_etcd_unregister(struct replica_etcd *);
 /* Requests alive in this process, on every connection. */
 unsigned	 replica_active(struct replica *);
 

@@ -124,6 +124,8 @@ struct replica {
 	struct event	*drain_ev;
 	struct event	*accept_ev;	/* re-enables accept after EMFILE */
 	int		 stopping;
+	const char	*register_url;	/* --register, or NULL */
+	struct replica_etcd *etcd;	/* registered while serving */
 	LIST_HEAD(, conn) conns;
 	struct wire_field fields[WIRE_MAX_FIELDS];	/* decode scratch */
 };

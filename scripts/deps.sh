@@ -16,9 +16,11 @@ if [ "$set_" = check ]; then
 	# Unit tests (Check), sanitizers and fuzzers (clang, its runtimes),
 	# load generators and a reference proxy for bench, a DNS server for the
 	# dns deployment tests (dnsmasq-base has no service), valgrind for the
-	# wire smoke run, and the metrics parser the integ tests use.
+	# wire smoke run, the metrics parser the integ tests use, and etcd for
+	# the fleet tests (tests/integ/test_fleet_etcd.py).
 	PKGS="$PKGS check libsubunit-dev clang libclang-rt-14-dev valgrind
-wrk apache2-utils nginx-light dnsmasq-base python3-prometheus-client"
+wrk apache2-utils nginx-light dnsmasq-base python3-prometheus-client
+etcd-server etcd-client"
 fi
 [ -n "$INGRESSD_DEPS_EXTRA" ] && PKGS="$PKGS $INGRESSD_DEPS_EXTRA"
 

@@ -10,6 +10,7 @@
 
 #include "admin.h"
 #include "conf.h"
+#include "etcd_kv.h"
 #include "http1.h"
 #include "metrics.h"
 #include "ready.h"
@@ -167,6 +168,59 @@ admin_put_body(const char *reqbody, size_t reqlen, const char **address,
 	return 0;
 }
 
+/*
+ * registry.etcd: write the registration through to etcd first, so it
+ * reaches every instance (their watches apply it; this one's too, and
+ * the local change below is then already made).  0, or the status.
+ */
+static int
+admin_etcd_put(struct worker *w, const char *name, const char *id,
+    const char *address, json_int_t max, char **body, size_t *len)
+{
+	const struct conf_etcd *e = &worker_conf(w)->etcd;
+	char err[512], *key, *value;
+	enum reg_result rv;
+	int rc;
+
+	if (e->nendpoints == 0)
+		return 0;
+	if ((rv = registry_register_ok(worker_registry(w), name, id, address,
+	    err, sizeof(err))) != REG_OK)
+		return admin_error(admin_reg_status[rv], err, body, len);
+	key = etcd_kv_key(e->prefix, name, id);
+	value = json_dumps(json_pack("{s:s, s:I}", "address", address,
+	    "max_ongoing_requests", max), JSON_COMPACT | JSON_SORT_KEYS);
+	rc = key != NULL && value != NULL ? etcd_kv_put(e, key, value, err,
+	    sizeof(err)) : -1;
+	if (key == NULL || value == NULL)
+		snprintf(err, sizeof(err), "out of memory");
+	free(key);
+	free(value);
+	return rc == 0 ? 0 : admin_error(503, err, body, len);
+}
+
+/* The delete, through to etcd: 0 (go on locally), or the status. */
+static int
+admin_etcd_delete(struct worker *w, const char *name, const char *id,
+    int *in_etcd, char **body, size_t *len)
+{
+	const struct conf_etcd *e = &worker_conf(w)->etcd;
+	char err[512], *key;
+	int rc;
+
+	*in_etcd = 0;
+	if (e->nendpoints == 0)
+		return 0;
+	if ((key = etcd_kv_key(e->prefix, name, id)) == NULL)
+		return 500;
+	rc = etcd_kv_delete(e, key, err, sizeof(err));
+	free(key);
+	if (rc == -1)
+		return admin_error(503, err, body, len);
+	*in_etcd = rc;
+	return 0;
+}
+
 static int
 admin_register(struct worker *w, const char *name, const char *id,
     const char *reqbody, size_t reqlen, char **body, size_t *len)
@@ -177,11 +231,17 @@ admin_register(struct worker *w, const char *name, const char *id,
 	enum reg_result rv;
 	unsigned version;
 	char err[512];
+	int rc;
 
 	if (admin_put_body(reqbody, reqlen, &address, &max, &doc, err,
 	    sizeof(err)) == -1) {
 		json_decref(doc);
 		return admin_error(400, err, body, len);
+	}
+	if ((rc = admin_etcd_put(w, name, id, address, max, body, len)) !=
+	    0) {
+		json_decref(doc);
+		return rc;
 	}
 	rv = registry_register(worker_registry(w), name, id, address,
 	    (unsigned)max, &version, err, sizeof(err));
@@ -207,9 +267,16 @@ admin_unregister(struct worker *w, const char *name, const char *id,
 	enum reg_result rv;
 	unsigned version;
 	char err[512];
+	int rc, in_etcd;
 
+	if ((rc = admin_etcd_delete(w, name, id, &in_etcd, body, len)) != 0)
+		return rc;
 	rv = registry_unregister(worker_registry(w), name, id, &version, err,
 	    sizeof(err));
+	/* Gone from etcd but not (or no longer) here: this instance's watch
+	 * took it out first. */
+	if (rv == REG_ENOENT && in_etcd)
+		rv = REG_OK;
 	if (rv != REG_OK)
 		return admin_error(admin_reg_status[rv], err, body, len);
 	return admin_json(json_pack("{s:s, s:s, s:i, s:b}", "deployment",

@@ -126,6 +126,14 @@ static int	conf_token_file(struct conf_ctx *, const struct conf_key *,
 		    json_t *, void *);
 static int	conf_nameservers(struct conf_ctx *, const struct conf_key *,
 		    json_t *, void *);
+static int	conf_registry(struct conf_ctx *, const struct conf_key *,
+		    json_t *, void *);
+static int	conf_etcd(struct conf_ctx *, const struct conf_key *,
+		    json_t *, void *);
+static int	conf_etcd_endpoints(struct conf_ctx *,
+		    const struct conf_key *, json_t *, void *);
+static int	conf_etcd_path(struct conf_ctx *, const struct conf_key *,
+		    json_t *, void *);
 static int	conf_trusted_proxies(struct conf_ctx *,
 		    const struct conf_key *, json_t *, void *);
 
@@ -148,6 +156,7 @@ static const struct conf_key conf_top_keys[] = {
 	{ "admin_on_public", conf_bool, T(admin_on_public), 0, 0, 0 },
 	{ "admin_token_file", conf_token_file, T(admin_token), 0, 0, 0 },
 	{ "trusted_proxies", conf_trusted_proxies, 0, 0, 0, 0 },
+	{ "registry", conf_registry, 0, 0, 0, 0 },
 	/* Before routes: a route must name a known deployment. */
 	{ "deployments", conf_deployments, 0, 0, 0, CONF_REQUIRED },
 	{ "routes", conf_routes, 0, 0, 0, CONF_REQUIRED },
@@ -199,6 +208,22 @@ static const struct conf_key conf_resolver_keys[] = {
 	{ "nameservers", conf_nameservers, 0, 0, 0, 0 },
 	{ NULL, NULL, 0, 0, 0, 0 }
 };
+
+static const struct conf_key conf_registry_keys[] = {
+	{ "etcd", conf_etcd, 0, 0, 0, 0 },
+	{ NULL, NULL, 0, 0, 0, 0 }
+};
+
+#define E(f)	offsetof(struct conf_etcd, f)
+static const struct conf_key conf_etcd_keys[] = {
+	{ "endpoints", conf_etcd_endpoints, 0, 0, 0, CONF_REQUIRED },
+	{ "prefix", conf_etcd_path, E(prefix), 0, 0, 0 },
+	{ "snapshot", conf_etcd_path, E(snapshot), 0, 0, 0 },
+	{ "watch_timeout", conf_seconds, E(watch_timeout), 0, 0, 0 },
+	{ "request_timeout", conf_seconds, E(request_timeout), 0, 0, 0 },
+	{ NULL, NULL, 0, 0, 0, 0 }
+};
+#undef E
 
 #define D(f)	offsetof(struct conf_deployment, f)
 static const struct conf_key conf_deployment_keys[] = {
@@ -1089,6 +1114,91 @@ conf_trusted_proxies(struct conf_ctx *ctx, const struct conf_key *k,
 	return (0);
 }
 
+static int
+conf_registry(struct conf_ctx *ctx, const struct conf_key *k, json_t *v,
+    void *base)
+{
+	return (conf_walk(ctx, conf_registry_keys, v, base));
+}
+
+static int
+conf_etcd(struct conf_ctx *ctx, const struct conf_key *k, json_t *v,
+    void *base)
+{
+	struct conf	*conf = base;
+
+	if (conf_walk(ctx, conf_etcd_keys, v, &conf->etcd) == -1)
+		return (-1);
+	if (conf->etcd.prefix == NULL)
+		conf->etcd.prefix = conf_strdup("/ingressd");
+	return (0);
+}
+
+/* "http://IP:PORT": no name (the main loop must not wait on DNS), no TLS
+ * yet; kept as "IP:PORT". */
+static int
+conf_etcd_endpoints(struct conf_ctx *ctx, const struct conf_key *k,
+    json_t *v, void *base)
+{
+	struct conf_etcd *e = base;
+	struct in_addr	 in;
+	const char	*s, *colon;
+	char		 host[64];
+	json_t		*x;
+	size_t		 i, old, hlen;
+
+	if (!json_is_array(v) || json_array_size(v) == 0)
+		return (conf_error(ctx, "must be a non-empty array of "
+		    "\"http://IP:PORT\" strings"));
+	if ((e->endpoints = calloc(json_array_size(v), sizeof(char *))) ==
+	    NULL)
+		abort();
+	json_array_foreach(v, i, x) {
+		old = conf_push_index(ctx, i);
+		s = json_is_string(x) ? json_string_value(x) : "";
+		if (strncmp(s, "https://", 8) == 0)
+			return (conf_error(ctx, "https is not supported: use "
+			    "http:// on a trusted network (or a TLS sidecar)"));
+		if (strncmp(s, "http://", 7) != 0)
+			return (conf_error(ctx, "must be \"http://IP:PORT\""));
+		s += 7;
+		colon = strrchr(s, ':');
+		hlen = colon != NULL ? (size_t)(colon - s) : 0;
+		if (hlen == 0 || hlen >= sizeof host ||
+		    strtoul(colon + 1, NULL, 10) - 1 >= 65535 ||
+		    strspn(colon + 1, "0123456789") != strlen(colon + 1))
+			return (conf_error(ctx, "must be \"http://IP:PORT\""));
+		memcpy(host, s, hlen);
+		host[hlen] = '\0';
+		if (inet_pton(AF_INET, host, &in) != 1)
+			return (conf_error(ctx, "\"%s\": must be an IPv4 "
+			    "address, not a name", host));
+		e->endpoints[e->nendpoints++] = conf_strdup(s);
+		conf_pop(ctx, old);
+	}
+	return (0);
+}
+
+/* An absolute path: a key prefix ("/ingressd", trailing '/' cut) or the
+ * snapshot file. */
+static int
+conf_etcd_path(struct conf_ctx *ctx, const struct conf_key *k, json_t *v,
+    void *base)
+{
+	char		**p = (char **)((char *)base + k->off);
+	const char	*s = json_is_string(v) ? json_string_value(v) : "";
+	size_t		 len = strlen(s);
+
+	if (s[0] != '/' || len < 2 || strchr(s, '\n') != NULL)
+		return (conf_error(ctx, "must be an absolute path (\"/...\")"));
+	free(*p);
+	*p = conf_strdup(s);
+	if (k->off == offsetof(struct conf_etcd, prefix))
+		while (len > 1 && (*p)[len - 1] == '/')
+			(*p)[--len] = '\0';
+	return (0);
+}
+
 static void
 conf_defaults(struct conf *conf)
 {
@@ -1107,6 +1217,8 @@ conf_defaults(struct conf *conf)
 	conf->timeouts.ping_interval = 5;
 	conf->timeouts.drain = 30;
 	conf->handle_idle_ttl = 300;
+	conf->etcd.watch_timeout = 30;
+	conf->etcd.request_timeout = 5;
 }
 
 /* Defaults that are allocated: set only if the file did not. */
@@ -1210,6 +1322,9 @@ conf_free(struct conf *conf)
 		free(d->dns);
 	}
 	conf_free_strv(conf->nameservers, conf->nnameservers);
+	conf_free_strv(conf->etcd.endpoints, conf->etcd.nendpoints);
+	free(conf->etcd.prefix);
+	free(conf->etcd.snapshot);
 	free(conf->trusted_proxies);
 	free(conf->deployments);
 	conf_free_strv(conf->listen, conf->nlisten);

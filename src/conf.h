@@ -84,6 +84,17 @@ struct conf_deployment {
 	int		 prewarm;	/* resolve and warm at start */
 };
 
+/* registry.etcd: the fleet's shared registry (src/etcd.c); off when
+ * nendpoints is 0. */
+struct conf_etcd {
+	char		**endpoints;	/* "127.0.0.1:2379" (the http:// cut) */
+	unsigned	 nendpoints;
+	char		*prefix;	/* "/ingressd": no trailing '/' */
+	char		*snapshot;	/* last known set; NULL: none */
+	double		 watch_timeout;	/* no event nor progress: dead */
+	double		 request_timeout; /* range, txn */
+};
+
 struct conf {
 	char		*path;
 	char		**listen;	/* "host:port" or "unix:/path" */
@@ -109,6 +120,7 @@ struct conf {
 	char		*admin_token;	/* admin_token_file's token; NULL: none */
 	struct realip_cidr *trusted_proxies; /* X-Forwarded-For is believed */
 	unsigned	 ntrusted_proxies;   /* from these peers only */
+	struct conf_etcd etcd;		/* registry.etcd */
 };
 
 /*

@@ -36,6 +36,7 @@
 #include "ctl.h"
 #include "daemon.h"
 #include "dns.h"
+#include "etcd.h"
 #include "front.h"
 #include "handle.h"
 #include "log.h"
@@ -337,6 +338,9 @@ daemon_start(struct daemon *d, char *err, size_t errlen)
 	}
 	if (dns_apply(d->dns, d->conf, err, errlen) == -1)
 		return -1;
+	if (d->conf->etcd.nendpoints > 0 && (d->etcd = etcd_new(d->base,
+	    d->reg, &d->conf->etcd, err, errlen)) == NULL)
+		return -1;
 	if ((d->sv = supervise_new(d->base, d->reg)) == NULL) {
 		snprintf(err, errlen, "out of memory");
 		return -1;
@@ -541,6 +545,7 @@ daemon_stop(struct daemon *d)
 	if (d->sv != NULL)
 		supervise_stop(d->sv, 2.0);
 	dns_free(d->dns);
+	etcd_free(d->etcd);
 	for (i = 0; i < d->nworkers; i++)
 		worker_free(d->workers[i]);
 	while (d->jobs != NULL)

@@ -15,6 +15,7 @@
 #include <string.h>
 #include <sys/time.h>
 
+#include "etcd.h"
 #include "metrics.h"
 #include "registry.h"
 #include "reqlog.h"
@@ -639,6 +640,7 @@ metrics_render(struct registry *reg, unsigned nconns, size_t *len)
 	metrics_render_process(fp, nconns);
 	metrics_render_requests(fp);
 	metrics_render_registry(fp, reg);
+	etcd_metrics_render(fp);
 	if (fclose(fp) != 0) {
 		free(buf);
 		return NULL;

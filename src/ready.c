@@ -7,6 +7,7 @@
 #include <jansson.h>
 
 #include "conf.h"
+#include "etcd.h"
 #include "handle.h"
 #include "ready.h"
 #include "registry.h"
@@ -69,6 +70,11 @@ ready_check(struct worker *w, char *why, size_t whylen)
 	const struct conf_route *rt;
 	unsigned i;
 
+	if (etcd_enabled() && !etcd_in_sync()) {
+		snprintf(why, whylen, "registry not in sync: no list from "
+		    "etcd yet and no snapshot loaded");
+		return 0;
+	}
 	for (i = 0; i < conf->nroutes; i++) {
 		rt = &conf->routes[i];
 		if (rt->from != CONF_FROM_CONF ||

@@ -6,7 +6,9 @@
  * can serve: a prewarm deployment once every worker holds a ready handle,
  * any other once some worker has a ready connection to one of its
  * replicas.  Names only known at run time (dns, registration, names taken
- * from the request) never hold readiness back.  See docs/operations.md.
+ * from the request) never hold readiness back.  With registry.etcd, not
+ * ready until etcd's first list completed or the snapshot loaded (see
+ * etcd.h).  See docs/operations.md.
  */
 #ifndef INGRESSD_READY_H
 #define INGRESSD_READY_H

@@ -139,6 +139,12 @@ void		 registry_set_notify(struct registry *, reg_notify_fn,
 enum reg_result	 registry_register(struct registry *, const char *name,
 		    const char *id, const char *address, unsigned max_ongoing,
 		    unsigned *version, char *err, size_t errlen);
+/* Would registry_register take it (name, id, address, not the conf's)?
+ * REG_OK, or why not; changes nothing (the admin API asks before it
+ * writes a registration through to etcd). */
+enum reg_result	 registry_register_ok(struct registry *, const char *name,
+		    const char *id, const char *address, char *err,
+		    size_t errlen);
 /* The name goes (lookups fail) when its last replica does. */
 enum reg_result	 registry_unregister(struct registry *, const char *name,
 		    const char *id, unsigned *version, char *err,

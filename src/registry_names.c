@@ -210,6 +210,25 @@ registry_register_check(const char *name, const char *id,
 	return REG_OK;
 }
 
+enum reg_result
+registry_register_ok(struct registry *r, const char *name, const char *id,
+    const char *address, char *err, size_t errlen)
+{
+	enum reg_result rv;
+
+	if ((rv = registry_register_check(name, id, address, err, errlen)) !=
+	    REG_OK)
+		return rv;
+	pthread_mutex_lock(&r->lock);
+	if (registry_index_find(&r->cidx, name) != NULL) {
+		snprintf(err, errlen, "deployment %s is defined in the "
+		    "configuration", name);
+		rv = REG_ECONFLICT;
+	}
+	pthread_mutex_unlock(&r->lock);
+	return rv;
+}
+
 /* A failed plan lets go of what it allocated. */
 static void
 registry_regplan_undo(struct reg_regplan *rp)

@@ -363,6 +363,7 @@ class Replica:
     Settings come from the keyword arguments, else from argv (default:
     none; serve() passes sys.argv[1:]) --listen ADDR, --id ID,
     --deployment NAME, --max-concurrency N, --drain-ms N, --threads N,
+    --register etcd://HOST:PORT/PREFIX (self-registration, etcd.py),
     else from the environment ingressd sets for a spawned replica:
     INGRESSD_LISTEN, INGRESSD_REPLICA_ID, INGRESSD_DEPLOYMENT (and
     INGRESSD_MAX_CONCURRENCY, INGRESSD_DRAIN_MS like the C library).
@@ -427,6 +428,8 @@ class Replica:
         self._stop = None
         self._force = None
         self._drained = None
+        self._register_url = opts["register"]
+        self._registration = None
 
     # Life cycle.
 
@@ -448,6 +451,11 @@ class Replica:
             self._server = await self.loop.create_server(
                 lambda: _Conn(self), sock=sock)
         log.info("listening on %s", self.address)
+        if self._register_url:
+            from .etcd import Registration
+            self._registration = Registration(
+                self._register_url, self.deployment, self.replica_id,
+                self.address, self.max_concurrency).start()
 
     async def run(self) -> None:
         """start(), then serve until SIGTERM/SIGINT or stop(), then
@@ -479,6 +487,8 @@ class Replica:
 
     async def _shutdown(self):
         self.stopping = True
+        if self._registration is not None:
+            self._registration.stop()
         self._server.close()
         self._unlink()
         for c in list(self._conns):
@@ -815,6 +825,7 @@ def _options(argv, env):
     ap.add_argument("--max-concurrency", dest="maxc")
     ap.add_argument("--drain-ms", dest="drain")
     ap.add_argument("--threads")
+    ap.add_argument("--register")
     ns, _rest = ap.parse_known_args(list(argv))
     return {
         "listen": ns.listen or env.get("INGRESSD_LISTEN"),
@@ -824,6 +835,7 @@ def _options(argv, env):
         "maxc": ns.maxc or env.get("INGRESSD_MAX_CONCURRENCY"),
         "drain": ns.drain or env.get("INGRESSD_DRAIN_MS"),
         "threads": ns.threads or env.get("INGRESSD_THREADS"),
+        "register": ns.register or env.get("INGRESSD_REGISTER"),
     }
 
 

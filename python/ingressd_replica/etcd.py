@@ -1,0 +1,125 @@
+"""Self-registration in etcd: --register etcd://HOST:PORT/PREFIX[?ttl=N]
+(or INGRESSD_REGISTER; ttl defaults to 10 seconds).
+
+The replica grants itself a lease (TTL seconds), puts
+PREFIX/deployments/NAME/replicas/ID = {"address", "max_ongoing_requests"}
+with it, and keeps it alive every TTL/3 from a daemon thread.  Every
+ingressd instance watching PREFIX routes to it; a crashed replica stops
+the keepalives, so etcd deletes the key after TTL and every instance drops
+it.  On drain the lease is revoked, which deletes the key at once.  A lost
+lease (etcd restarted, keepalive late) is granted again and the key put
+again.  ingressd's HELLO/PING still gates traffic: etcd is membership.
+Uses only the standard library (etcd's v3 JSON gateway over HTTP)."""
+
+import base64
+import json
+import logging
+import threading
+import urllib.parse
+import urllib.request
+
+log = logging.getLogger("ingressd_replica")
+
+DEFAULT_TTL = 10
+
+
+def _b64(s):
+    return base64.b64encode(s.encode()).decode()
+
+
+def parse_url(url):
+    """etcd://HOST:PORT[,HOST:PORT...]/PREFIX[?ttl=N] ->
+    (["http://HOST:PORT"], "/PREFIX", ttl)."""
+    u = urllib.parse.urlsplit(url)
+    if u.scheme != "etcd" or not u.netloc:
+        raise ValueError("--register: must be etcd://HOST:PORT/PREFIX, "
+                         "not %r" % url)
+    prefix = u.path.rstrip("/") or "/ingressd"
+    ttl = urllib.parse.parse_qs(u.query).get("ttl", [DEFAULT_TTL])[0]
+    if not str(ttl).isdigit() or not 2 <= int(ttl) <= 3600:
+        raise ValueError("--register: ttl must be 2..3600 seconds")
+    return ["http://" + h for h in u.netloc.split(",")], prefix, int(ttl)
+
+
+class Registration:
+    """Keep replica_id of deployment registered at address while alive."""
+
+    def __init__(self, url, deployment, replica_id, address,
+                 max_ongoing=None):
+        if not deployment:
+            raise ValueError("--register needs --deployment NAME")
+        self.endpoints, prefix, self.ttl = parse_url(url)
+        self.key = "%s/deployments/%s/replicas/%s" % (prefix, deployment,
+                                                      replica_id)
+        value = {"address": address}
+        if max_ongoing:
+            value["max_ongoing_requests"] = int(max_ongoing)
+        self.value = json.dumps(value, sort_keys=True)
+        self.lease = None
+        self._stop = threading.Event()
+        self._thread = None
+        self._cur = 0
+
+    def _call(self, path, body, timeout=3.0):
+        last = None
+        for i in range(len(self.endpoints)):
+            ep = self.endpoints[(self._cur + i) % len(self.endpoints)]
+            req = urllib.request.Request(ep + path,
+                                         data=json.dumps(body).encode(),
+                                         headers={"Content-Type": "application/json"})
+            try:
+                with urllib.request.urlopen(req, timeout=timeout) as r:
+                    self._cur = (self._cur + i) % len(self.endpoints)
+                    return json.loads(r.read())
+            except (OSError, ValueError) as e:
+                last = e
+        raise OSError("etcd: %s" % last)
+
+    def _register(self):
+        r = self._call("/v3/lease/grant", {"TTL": str(self.ttl)})
+        self.lease = r["ID"]
+        self._call("/v3/kv/put", {"key": _b64(self.key),
+                                  "value": _b64(self.value),
+                                  "lease": self.lease})
+        log.info("registered %s (lease %s, ttl %ds)", self.key, self.lease,
+                 self.ttl)
+
+    def _keepalive(self):
+        r = self._call("/v3/lease/keepalive", {"ID": self.lease})
+        # An expired or unknown lease answers without a TTL.
+        return int(r.get("result", {}).get("TTL", 0)) > 0
+
+    def _run(self):
+        while not self._stop.wait(self.ttl / 3.0 if self.lease else 1.0):
+            try:
+                if self.lease is None or not self._keepalive():
+                    if self.lease is not None:
+                        log.warning("lease %s lost: registering again",
+                                    self.lease)
+                    self.lease = None
+                    self._register()
+            except (OSError, KeyError, ValueError) as e:
+                log.warning("etcd registration: %s", e)
+
+    def start(self):
+        """Register now (errors are logged; the thread retries)."""
+        try:
+            self._register()
+        except (OSError, KeyError, ValueError) as e:
+            log.warning("etcd registration: %s (retrying)", e)
+        self._thread = threading.Thread(target=self._run, daemon=True,
+                                        name="etcd-register")
+        self._thread.start()
+        return self
+
+    def stop(self):
+        """Revoke the lease: the key goes at once, everywhere."""
+        self._stop.set()
+        if self.lease is None:
+            return
+        try:
+            self._call("/v3/lease/revoke", {"ID": self.lease}, timeout=2.0)
+            log.info("unregistered %s", self.key)
+        except OSError as e:
+            log.warning("etcd revoke: %s", e)
+        self.lease = None

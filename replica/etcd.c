@@ -1,0 +1,212 @@
+/*
+ * etcd.c -- a replica registers itself in etcd with a lease (replica.h:
+ * replica_etcd_register).
+ *
+ * Lease grant, put with the lease, keepalive every TTL/3 from a timer on
+ * the replica's loop, revoke on drain.  Each call is one blocking HTTP/1.0
+ * POST to etcd's JSON gateway (src/etcd_kv.c), bounded by a 1 s timeout:
+ * a millisecond on a nearby etcd, every few seconds, which a replica's
+ * loop can afford; an unreachable etcd costs the loop that second per
+ * try, and the key simply expires meanwhile (ingressd's HELLO/PING stays
+ * the traffic gate).  A keepalive answered without a TTL means the lease
+ * is gone (etcd restarted, too late): grant and put again.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <event2/event.h>
+
+#include <jansson.h>
+
+#include "b64.h"
+#include "etcd_kv.h"
+#include "replica.h"
+
+#define ETCD_DEFAULT_TTL	10
+#define ETCD_CALL_TIMEOUT	1.0
+#define ETCD_MAX_ENDPOINTS	8
+
+struct replica_etcd {
+	char		*endpoints[ETCD_MAX_ENDPOINTS];	/* "IP:PORT" */
+	unsigned	 nendpoints, cur;
+	char		*key, *value;			/* base64 */
+	char		 keytext[512];
+	unsigned	 ttl;
+	char		 lease[32];			/* "" when none */
+	struct event	*timer;
+};
+
+/* POST body to each endpoint in turn: the parsed answer, or NULL. */
+static json_t *
+replica_etcd_call(struct replica_etcd *e, const char *path, json_t *body)
+{
+	char *b = json_dumps(body, JSON_COMPACT), *resp, err[256];
+	json_t *doc = NULL;
+	unsigned i, k;
+	int status;
+
+	json_decref(body);
+	for (i = 0; b != NULL && doc == NULL && i < e->nendpoints; i++) {
+		k = (e->cur + i) % e->nendpoints;
+		status = etcd_kv_post(e->endpoints[k], path, b,
+		    ETCD_CALL_TIMEOUT, &resp, err, sizeof(err));
+		if (status == 200)
+			doc = json_loads(resp, 0, NULL);
+		if (status != -1)
+			free(resp);
+		if (doc != NULL)
+			e->cur = k;
+	}
+	free(b);
+	return doc;
+}
+
+static int
+replica_etcd_put(struct replica_etcd *e)
+{
+	json_t *doc;
+	const char *id;
+	char ttl[16];
+
+	e->lease[0] = '\0';
+	snprintf(ttl, sizeof(ttl), "%u", e->ttl);
+	doc = replica_etcd_call(e, "/v3/lease/grant", json_pack("{s:s}",
+	    "TTL", ttl));
+	id = json_string_value(json_object_get(doc, "ID"));
+	if (id == NULL) {
+		json_decref(doc);
+		e->lease[0] = '\0';
+		return -1;
+	}
+	snprintf(e->lease, sizeof(e->lease), "%s", id);
+	json_decref(doc);
+	doc = replica_etcd_call(e, "/v3/kv/put", json_pack("{s:s, s:s, s:s}",
+	    "key", e->key, "value", e->value, "lease", e->lease));
+	json_decref(doc);
+	if (doc == NULL) {
+		e->lease[0] = '\0';
+		return -1;
+	}
+	fprintf(stderr, "replica: registered %s (lease %s, ttl %us)\n",
+	    e->keytext, e->lease, e->ttl);
+	return 0;
+}
+
+static void
+replica_etcd_tick(evutil_socket_t fd, short what, void *arg)
+{
+	struct replica_etcd *e = arg;
+	struct timeval tv = { 1, 0 };
+	json_t *doc, *ttl = NULL;
+
+	if (e->lease[0] != '\0') {
+		doc = replica_etcd_call(e, "/v3/lease/keepalive",
+		    json_pack("{s:s}", "ID", e->lease));
+		ttl = json_object_get(json_object_get(doc, "result"), "TTL");
+		if (doc != NULL && ttl == NULL)
+			fprintf(stderr, "replica: lease %s lost: registering "
+			    "again\n", e->lease);
+		if (ttl == NULL)
+			e->lease[0] = '\0';
+		json_decref(doc);
+	}
+	if (e->lease[0] == '\0')
+		(void)replica_etcd_put(e);
+	if (e->lease[0] != '\0') {
+		tv.tv_sec = e->ttl / 3;
+		tv.tv_usec = (e->ttl % 3) * 333333;
+	}
+	evtimer_add(e->timer, &tv);
+}
+
+/* "etcd://IP:PORT[,IP:PORT]/PREFIX[?ttl=N]". */
+static int
+replica_etcd_parse(struct replica_etcd *e, const char *url, char *prefix,
+    size_t plen)
+{
+	const char *p, *slash, *q;
+	char *hosts, *h, *save;
+	unsigned long ttl;
+
+	if (strncmp(url, "etcd://", 7) != 0 ||
+	    (slash = strchr(url + 7, '/')) == NULL || slash == url + 7)
+		return -1;
+	if ((hosts = strndup(url + 7, (size_t)(slash - url - 7))) == NULL)
+		return -1;
+	for (h = strtok_r(hosts, ",", &save); h != NULL &&
+	    e->nendpoints < ETCD_MAX_ENDPOINTS; h = strtok_r(NULL, ",", &save))
+		e->endpoints[e->nendpoints++] = strdup(h);
+	free(hosts);
+	p = slash;
+	q = strchr(p, '?');
+	snprintf(prefix, plen, "%.*s", (int)(q != NULL ? q - p : (long)
+	    strlen(p)), p);
+	while (strlen(prefix) > 1 && prefix[strlen(prefix) - 1] == '/')
+		prefix[strlen(prefix) - 1] = '\0';
+	e->ttl = ETCD_DEFAULT_TTL;
+	if (q != NULL) {
+		if (strncmp(q, "?ttl=", 5) != 0 ||
+		    (ttl = strtoul(q + 5, NULL, 10)) < 2 || ttl > 3600)
+			return -1;
+		e->ttl = (unsigned)ttl;
+	}
+	return e->nendpoints > 0 ? 0 : -1;
+}
+
+struct replica_etcd *
+replica_etcd_register(struct replica *r, const char *url, char *err,
+    size_t errlen)
+{
+	struct replica_etcd *e;
+	char prefix[256], *value;
+	json_t *v;
+
+	if ((e = calloc(1, sizeof(*e))) == NULL)
+		return NULL;
+	if (replica_etcd_parse(e, url, prefix, sizeof(prefix)) == -1 ||
+	    *replica_deployment(r) == '\0') {
+		snprintf(err, errlen, "--register: %s", *replica_deployment(r) ==
+		    '\0' ? "needs --deployment NAME" : "must be "
+		    "etcd://IP:PORT/PREFIX[?ttl=2..3600]");
+		replica_etcd_unregister(e);
+		return NULL;
+	}
+	snprintf(e->keytext, sizeof(e->keytext), "%s/deployments/%s/"
+	    "replicas/%s", prefix, replica_deployment(r), replica_id(r));
+	v = json_pack("{s:s}", "address", replica_address(r));
+	value = json_dumps(v, JSON_COMPACT);
+	json_decref(v);
+	e->key = b64_encode(e->keytext, strlen(e->keytext));
+	e->value = value != NULL ? b64_encode(value, strlen(value)) : NULL;
+	free(value);
+	e->timer = evtimer_new(replica_base(r), replica_etcd_tick, e);
+	if (e->key == NULL || e->value == NULL || e->timer == NULL) {
+		snprintf(err, errlen, "out of memory");
+		replica_etcd_unregister(e);
+		return NULL;
+	}
+	replica_etcd_tick(-1, 0, e);
+	return e;
+}
+
+void
+replica_etcd_unregister(struct replica_etcd *e)
+{
+	unsigned i;
+
+	if (e == NULL)
+		return;
+	if (e->lease[0] != '\0') {
+		json_decref(replica_etcd_call(e, "/v3/lease/revoke",
+		    json_pack("{s:s}", "ID", e->lease)));
+		fprintf(stderr, "replica: unregistered %s\n", e->keytext);
+	}
+	if (e->timer != NULL)
+		event_free(e->timer);
+	for (i = 0; i < e->nendpoints; i++)
+		free(e->endpoints[i]);
+	free(e->key);
+	free(e->value);
+	free(e);
+}
