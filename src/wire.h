@@ -81,7 +81,8 @@ enum wire_type {
  * more DATA payload on a stream than the credit it holds, and a receiver
  * grants more with WINDOW(stream, n) as it consumes what it got (typically
  * once it has consumed half the window).  DATA beyond the credit is a
- * protocol error.  WINDOW on stream 0 is reserved (ignored) in version 1.
+ * protocol error.  WINDOW on stream 0 is reserved (ignored) in versions 1
+ * and 2.
  */
 #define WIRE_INITIAL_WINDOW	(256u << 10)
 
