@@ -55,7 +55,7 @@ LLHTTP_OBJ := $(addprefix $(BUILD)/obj/llhttp/,api.o http.o llhttp.o)
 # The replica library (shares src/wire.c) and the example replicas.
 REPLICA_LIB := $(BUILD)/libingressd-replica.a
 REPLICA_OBJ := $(addprefix $(BUILD)/obj/replica/,conn.o req.o listen.o cli.o \
-		etcd.o) \
+		etcd.o trailers.o grpc.o) \
 	       $(addprefix $(BUILD)/obj/src/,idtab.o net.o sock.o b64.o etcd_kv.o \
 		monotime.o) \
 	       $(BUILD)/obj/src/wire.o
@@ -200,7 +200,8 @@ install: all
 	chmod 644 $(DESTDIR)$(PREFIX)/share/man/man8/ingressd.8
 	install -m 644 docs/operations.md docs/conf.md \
 	    $(DESTDIR)$(PREFIX)/share/doc/ingressd/
-	install -m 644 replica/replica.h $(DESTDIR)$(PREFIX)/include/ingressd/
+	install -m 644 replica/replica.h replica/replica_grpc.h \
+	    $(DESTDIR)$(PREFIX)/include/ingressd/
 	install -m 644 $(REPLICA_LIB) $(DESTDIR)$(LIBDIR)/
 	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(LIBDIR)|' \
 	    -e 's|@VERSION@|$(VERSION)|' replica/ingressd-replica.pc.in > \

@@ -146,9 +146,11 @@ frame_hello(struct conn *c, const struct wire_frame *f, const char **why)
 		return -1;
 	}
 	/*
-	 * We speak only version 1 and the peer's is at least 1 (0 does not
-	 * decode), so min(ours, theirs) is always one we speak.
+	 * The peer's version is at least 1 (0 does not decode), so
+	 * min(ours, theirs) is always one we speak.  Below 2 the response
+	 * trailers are dropped (trailers.c).
 	 */
+	c->version = wire_version_agree(h.version);
 	c->state = CONN_READY;
 	return 0;
 }

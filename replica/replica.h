@@ -2,7 +2,8 @@
  * replica.h -- libingressd-replica: write ingressd replica workers in C.
  *
  * A replica listens on the address ingressd gave it, accepts any number of
- * ingressd connections and speaks wire protocol v1 on them (docs/protocol.md):
+ * ingressd connections and speaks wire protocol v2 on them (docs/protocol.md;
+ * v1 with an ingressd that speaks only v1):
  * HELLO and PING are answered here, and every REQUEST becomes a
  * struct replica_req handed to the handler, with many requests in flight on
  * one connection.  Bodies stream both ways.
@@ -165,7 +166,7 @@ void		*replica_req_user(struct replica_req *);
 /*
  * The response: replica_respond() once, then any replica_write(), then
  * replica_end() (or replica_write_end() for the last piece, which carries
- * FLAG_END on its DATA frame).  hdrs is name, value, ..., NULL (or NULL for
+ * FLAG_END on its DATA frame, or replica_end_trailers()).  hdrs is name, value, ..., NULL (or NULL for
  * none); at most 256 headers.  status is 100..999.  DATA is split at
  * WIRE_MAX_DATA and never beyond the stream's credit (see above).  Frames
  * are queued and written when the event loop next turns, many at once.  All return 0, or -1 when the call is out of order,
@@ -176,6 +177,18 @@ int	replica_respond(struct replica_req *, int status,
 int	replica_write(struct replica_req *, const void *p, size_t n);
 int	replica_write_end(struct replica_req *, const void *p, size_t n);
 int	replica_end(struct replica_req *);
+/*
+ * Ends the response with trailers (hdrs as in replica_respond, at most
+ * 256), after replica_respond(..., end=0) and any body: they follow the
+ * body still waiting for credit.  An ingressd that speaks only wire v1
+ * cannot carry trailers (replica_req_trailers_ok() is 0): the response then
+ * just ends and they are dropped.  ingressd passes them to a client that
+ * takes them (HTTP/1.1 with TE: trailers, HTTP/2).  For a response with no
+ * body whose trailers matter (gRPC's Trailers-Only), put the fields in
+ * replica_respond(..., end=1) instead.
+ */
+int	replica_end_trailers(struct replica_req *, const char *const *hdrs);
+int	replica_req_trailers_ok(struct replica_req *);
 /* ERROR (code INTERNAL) on the stream: the proxy answers 502 if it can. */
 int	replica_fail(struct replica_req *, const char *text);
 

@@ -1,8 +1,10 @@
 /*
  * replica_impl.h -- the replica library's private structs, shared by its
- * four files, lowest layer first:
+ * files, lowest layer first:
  *   conn.c    one ingressd connection: I/O, frame output, the stream table
  *   req.c     requests: frames on streams, accessors, responding, credit
+ *   trailers.c  ending a response with trailers (wire v2)
+ *   grpc.c    gRPC on top: message framing, status trailers, dispatch
  *   listen.c  accepting, listening, stopping and draining, signals
  *   cli.c     options and environment, replica_new(), replica_main()
  * Not installed: the public API is replica.h.
@@ -55,12 +57,16 @@ struct replica_req {
 	unsigned	 want_writable:1; /* on_writable once pending drains */
 	int64_t		 cancel_code;	/* CANCEL/ERROR code, -1: not a frame */
 	void		*user;
+	void		(*dtor)(struct replica_req *);	/* a layer's state
+					 * (grpc.c) goes with the req */
 	struct evbuffer	*body;
 	size_t		 body_len;
 	uint64_t	 send_credit;	/* response DATA bytes we may send */
 	uint64_t	 recv_credit;	/* request DATA bytes ingressd may send */
 	size_t		 unacked;	/* consumed, not yet credited back */
 	struct evbuffer	*pending;	/* response body waiting for credit */
+	struct evbuffer	*trailers;	/* the TRAILERS frame that ends the
+					 * response, once body is out */
 	const char	*method;
 	const char	*target;
 	const char	*path;
@@ -85,6 +91,7 @@ struct conn {
 	struct event	*closer;	/* CONN_CLOSING: give up flushing */
 	struct idtab	 streams;	/* stream id -> struct replica_req */
 	uint32_t	 last_stream;	/* highest REQUEST stream seen */
+	uint16_t	 version;	/* agreed in HELLO */
 	unsigned	 pings;
 	int		 busy;		/* processing input */
 	unsigned	 dead:1;	/* close once not busy */
@@ -146,6 +153,8 @@ struct conn *conn_new(struct replica *, int);
 
 /* req.c */
 void	 req_cancel(struct replica_req *);
+int	 req_send_data(struct replica_req *, const uint8_t *, size_t, int);
+int	 req_fields(const char *const *, struct wire_field *, unsigned *);
 extern const struct conn_ops req_conn_ops;
 
 /* listen.c */

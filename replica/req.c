@@ -76,10 +76,14 @@ req_free(struct replica_req *q)
 	struct replica	*r = c->r;
 
 	idtab_del(&c->streams, q->stream);
+	if (q->dtor != NULL)
+		q->dtor(q);
 	if (q->body != NULL)
 		evbuffer_free(q->body);
 	if (q->pending != NULL)
 		evbuffer_free(q->pending);
+	if (q->trailers != NULL)
+		evbuffer_free(q->trailers);
 	free(q);
 	r->active--;
 	if (r->stopping && r->active == 0)
@@ -506,6 +510,25 @@ replica_req_user(struct replica_req *q)
 
 /* Responding. */
 
+/* name, value, ..., NULL (or NULL) as wire fields: -1 if odd or too many. */
+int
+req_fields(const char *const *hdrs, struct wire_field *fields, unsigned *np)
+{
+	unsigned n = 0;
+
+	for (; hdrs != NULL && hdrs[0] != NULL; hdrs += 2) {
+		if (hdrs[1] == NULL || n == WIRE_MAX_FIELDS)
+			return -1;
+		fields[n].name.p = hdrs[0];
+		fields[n].name.len = strlen(hdrs[0]);
+		fields[n].value.p = hdrs[1];
+		fields[n].value.len = strlen(hdrs[1]);
+		n++;
+	}
+	*np = n;
+	return 0;
+}
+
 static int
 req_can_send(struct replica_req *q)
 {
@@ -523,19 +546,11 @@ replica_respond(struct replica_req *q, int status, const char *const *hdrs,
 	struct conn	     *c = q->c;
 	uint8_t		     *p;
 	size_t		      size;
-	unsigned	      n = 0;
+	unsigned	      n;
 
-	if (!req_can_send(q) || q->out_head || status < 100 || status > 999)
+	if (!req_can_send(q) || q->out_head || status < 100 || status > 999 ||
+	    req_fields(hdrs, fields, &n) != 0)
 		return -1;
-	for (; hdrs != NULL && hdrs[0] != NULL; hdrs += 2) {
-		if (hdrs[1] == NULL || n == WIRE_MAX_FIELDS)
-			return -1;
-		fields[n].name.p = hdrs[0];
-		fields[n].name.len = strlen(hdrs[0]);
-		fields[n].value.p = hdrs[1];
-		fields[n].value.len = strlen(hdrs[1]);
-		n++;
-	}
 	w.status = (uint16_t)status;
 	w.fields = fields;
 	w.nfields = n;
@@ -556,6 +571,7 @@ replica_respond(struct replica_req *q, int status, const char *const *hdrs,
 /*
  * DATA frames of at most WIRE_MAX_DATA from p, or from the pending buffer
  * when p is NULL; FLAG_END on the last if end, or a bare END when n is 0.
+ * A response with trailers ends with its TRAILERS frame instead.
  */
 static int
 req_send_frames(struct replica_req *q, const uint8_t *p, size_t n, int end)
@@ -566,6 +582,11 @@ req_send_frames(struct replica_req *q, const uint8_t *p, size_t n, int end)
 	size_t		      chunk;
 	uint8_t		      flags;
 
+	if (end && q->trailers != NULL) {
+		if (n != 0 && req_send_frames(q, p, n, 0) != 0)
+			return -1;
+		return evbuffer_add_buffer(sock_output(c->sock), q->trailers);
+	}
 	if (n == 0 && end) {
 		if ((w = out_reserve(c, WIRE_HEADER_SIZE, &v)) == NULL)
 			return -1;
@@ -649,7 +670,7 @@ req_on_window(struct replica_req *q, uint32_t increment)
 }
 
 /* Body out: as far as the credit goes now, the rest queued in order. */
-static int
+int
 req_send_data(struct replica_req *q, const uint8_t *p, size_t n, int end)
 {
 	size_t	now = 0;

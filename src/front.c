@@ -390,6 +390,38 @@ front_resp_end(void *arg)
 	front_stream_done(f);
 }
 
+/* Did the client say it takes a trailer section (TE: trailers)? */
+static int
+front_client_takes_trailers(const struct front *f)
+{
+	unsigned i;
+
+	for (i = 0; f->req != NULL && i < f->req->nfields; i++)
+		if (f->req->fields[i].name_len == 2 &&
+		    strncasecmp(f->req->fields[i].name, "te", 2) == 0 &&
+		    resp_te_trailers(f->req->fields[i].value,
+		    f->req->fields[i].value_len))
+			return 1;
+	return 0;
+}
+
+/*
+ * The replica's trailers go out in the last chunk when the client asked
+ * for them; otherwise (or without chunked framing) they are dropped.
+ * on_end follows at once: the body is complete here.
+ */
+static void
+front_resp_trailers(void *arg, const struct wire_field *fields, unsigned n)
+{
+	struct front *f = arg;
+
+	if (!f->resp_started || f->resp_done || f->framing != RESP_CHUNKED ||
+	    !front_client_takes_trailers(f))
+		return;
+	f->log.bytes_out += resp_chunk_trailers(front_out(f), fields, n);
+	f->resp_done = 1;	/* the last chunk is out: on_end adds none */
+}
+
 static void
 front_resp_fail(void *arg, int status, const char *why)
 {
@@ -423,7 +455,8 @@ front_stream_writable(void *arg)
 }
 
 static const struct stream_ops front_stream_ops = {
-	front_resp_head, front_resp_data, front_resp_end, front_resp_fail,
+	front_resp_head, front_resp_data, front_resp_end, front_resp_trailers,
+	front_resp_fail,
 	front_stream_writable,
 };
 

@@ -9,6 +9,7 @@
 #include <event2/buffer.h>
 
 #include "resp.h"
+#include "tchar.h"
 #include "wire.h"
 
 struct resp_status {
@@ -263,6 +264,64 @@ void
 resp_chunk_end(struct evbuffer *out)
 {
 	evbuffer_add(out, "0\r\n\r\n", 5);
+}
+
+/* A field the trailer section may carry, with bytes a field may hold. */
+static int
+resp_trailer_ok(const struct wire_field *f)
+{
+	size_t i;
+
+	if (f->name.len == 0 || resp_is_hop_by_hop(f->name.p, f->name.len) ||
+	    resp_field_is(f, "content-length") || resp_field_is(f, "host"))
+		return 0;
+	for (i = 0; i < f->name.len; i++)
+		if (!tchar_is((unsigned char)f->name.p[i]))
+			return 0;
+	for (i = 0; i < f->value.len; i++)
+		if (!(tchar_class[(unsigned char)f->value.p[i]] & TCHAR_VALUE))
+			return 0;
+	return 1;
+}
+
+size_t
+resp_chunk_trailers(struct evbuffer *out, const struct wire_field *f,
+    unsigned n)
+{
+	size_t before = evbuffer_get_length(out);
+	unsigned i;
+
+	evbuffer_add(out, "0\r\n", 3);
+	for (i = 0; i < n; i++) {
+		if (!resp_trailer_ok(&f[i]))
+			continue;
+		evbuffer_add(out, f[i].name.p, f[i].name.len);
+		evbuffer_add(out, ": ", 2);
+		evbuffer_add(out, f[i].value.p, f[i].value.len);
+		evbuffer_add(out, "\r\n", 2);
+	}
+	evbuffer_add(out, "\r\n", 2);
+	return evbuffer_get_length(out) - before;
+}
+
+/* A comma-separated list of t-codings, each maybe with parameters. */
+int
+resp_te_trailers(const char *v, size_t len)
+{
+	size_t i = 0, start;
+
+	while (i < len) {
+		while (i < len && (v[i] == ',' || tchar_is_ows(v[i])))
+			i++;
+		start = i;
+		while (i < len && tchar_is((unsigned char)v[i]))
+			i++;
+		if (i - start == 8 && strncasecmp(v + start, "trailers", 8) == 0)
+			return 1;
+		while (i < len && v[i] != ',')
+			i++;		/* parameters, or a bad byte */
+	}
+	return 0;
 }
 
 void

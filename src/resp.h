@@ -34,6 +34,17 @@ void		 resp_head(struct evbuffer *, int minor, int status,
 int64_t		 resp_content_length(const struct wire_field *, unsigned n);
 void		 resp_chunk(struct evbuffer *out, struct evbuffer *data);
 void		 resp_chunk_end(struct evbuffer *out);
+/*
+ * The last chunk with a trailer section: "0", the fields a trailer may
+ * carry (not hop-by-hop, Content-Length, Host, nor a name that is not a
+ * token or a value with a byte a field may not hold), then the blank line.
+ * Returns the bytes written.
+ */
+size_t		 resp_chunk_trailers(struct evbuffer *out,
+		    const struct wire_field *, unsigned n);
+/* A TE field value names "trailers" (RFC 9110 10.1.4): the client takes
+ * a trailer section. */
+int		 resp_te_trailers(const char *value, size_t len);
 /* A complete error response: text body naming the status and why. */
 void		 resp_error(struct evbuffer *, int minor, int status,
 		    const char *why, const char *request_id, int keep_alive,

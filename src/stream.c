@@ -483,6 +483,13 @@ stream_on_data(struct stream *s, struct evbuffer *buf)
 }
 
 void
+stream_on_trailers(struct stream *s, const struct wire_field *f, unsigned n)
+{
+	if (s->ops->on_trailers != NULL)
+		s->ops->on_trailers(s->arg, f, n);
+}
+
+void
 stream_on_end(struct stream *s)
 {
 	s->state = S_DONE;

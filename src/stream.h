@@ -39,6 +39,7 @@ struct stream_ops {
 	void	(*on_data)(void *arg, struct evbuffer *buf);
 	/* Terminal: the response is complete. */
 	void	(*on_end)(void *arg);
+	void	(*on_trailers)(void *arg, const struct wire_field *, unsigned n);
 	/* Terminal: failed with this status (502, 503, 504). */
 	void	(*on_fail)(void *arg, int status, const char *why);
 	/* The stream got a connection, or credit to send body: the front may
@@ -50,8 +51,12 @@ struct stream_ops {
  * The front interface: how a stream tells the front edge that made it
  * (stream_new's ops and arg).  Ordering: on_response once, then on_data
  * any number of times, then exactly one terminal call (on_end or
- * on_fail); on_fail may also come without on_response, including from
- * inside the front's own handle_submit() (queue full).  on_writable comes
+ * on_fail).  on_trailers (wire v2: the replica ended its response with
+ * TRAILERS) comes at most once, after the last on_data and immediately
+ * before on_end; its fields are valid only during the call (copy what you
+ * keep), and it is not terminal (do not free the stream in it).  NULL:
+ * the front drops trailers.  on_fail may also come without on_response,
+ * including from inside the front's own handle_submit() (queue full).  on_writable comes
  * at attach and whenever new credit lets body flow.  Re-entrancy: calls
  * come from the upstream edge's read loop, the stream's timer, or from
  * inside the front's own handle_submit() (an attach at once: on_writable;
@@ -143,6 +148,9 @@ void		 stream_on_response(struct stream *, int status,
 int		 stream_on_data(struct stream *, struct evbuffer *);
 /* WINDOW from the replica: more credit for the request body. */
 void		 stream_on_window(struct stream *, uint32_t);
+/* The replica's trailers (on_trailers); stream_on_end follows at once. */
+void		 stream_on_trailers(struct stream *, const struct wire_field *,
+		    unsigned n);
 /* Terminal events from the upstream: the stream is detached already. */
 void		 stream_on_end(struct stream *);
 void		 stream_on_fail(struct stream *, int status, const char *why);

@@ -50,6 +50,7 @@ struct upstream {
 	struct event	*timer;		/* connect, ping or backoff */
 	unsigned	 backoff_ms;
 	int		 hello_seen;
+	uint16_t	 version;	/* agreed in HELLO: min(ours, its) */
 	int		 goaway;	/* no new streams on this connection */
 	int		 released;	/* no handle watches it: stay closed */
 	uint64_t	 ping_seq;
@@ -296,6 +297,7 @@ upstream_connect(struct upstream *up)
 
 	upstream_close(up);
 	up->hello_seen = 0;
+	up->version = 0;
 	up->goaway = 0;
 	up->ping_out = 0;
 	up->next_id = 1;
@@ -753,6 +755,7 @@ upstream_on_hello(struct upstream *up, const struct wire_frame *f)
 		return;
 	}
 	up->hello_seen = 1;
+	up->version = wire_version_agree(h.version);
 	up->cap = up->ep->max_ongoing;
 	if (h.max_concurrency > 0 && h.max_concurrency < up->cap)
 		up->cap = h.max_concurrency;
@@ -809,6 +812,32 @@ upstream_on_response(struct upstream *up, const struct wire_frame *f,
 	stream_on_response(s, r.status, r.fields, r.nfields, end);
 	if (end)
 		stream_on_end(s);
+}
+
+/*
+ * TRAILERS (v2): the response's last frame.  The stream hears the fields,
+ * then its end; the fields point into the input, valid for the call.
+ */
+static void
+upstream_on_trailers(struct upstream *up, const struct wire_frame *f,
+    struct stream *s)
+{
+	struct wire_field fields[WIRE_MAX_FIELDS];
+	struct wire_trailers t;
+	int rc;
+
+	if (!stream_responded(s)) {
+		upstream_protocol_error(up, "TRAILERS before RESPONSE",
+		    WIRE_E_STREAM);
+		return;
+	}
+	if ((rc = wire_decode_trailers(f, &t, fields, WIRE_MAX_FIELDS)) != 0) {
+		upstream_protocol_error(up, "bad TRAILERS", rc);
+		return;
+	}
+	upstream_detach(up, f->stream);
+	stream_on_trailers(s, t.fields, t.nfields);
+	stream_on_end(s);
 }
 
 static void
@@ -884,6 +913,14 @@ upstream_on_frame(struct upstream *up, const struct wire_frame *f)
 			return;
 		}
 		break;
+	case WIRE_TRAILERS:
+		/* A v1 replica must not send it, known stream or not. */
+		if (up->hello_seen && up->version < WIRE_VERSION_TRAILERS) {
+			upstream_protocol_error(up, "TRAILERS on a v1 "
+			    "connection", WIRE_E_TYPE);
+			return;
+		}
+		break;
 	case WIRE_RESPONSE:
 	case WIRE_END:
 		break;
@@ -904,6 +941,8 @@ upstream_on_frame(struct upstream *up, const struct wire_frame *f)
 	} else if (f->type == WIRE_END) {
 		upstream_detach(up, f->stream);
 		stream_on_end(s);
+	} else if (f->type == WIRE_TRAILERS) {
+		upstream_on_trailers(up, f, s);
 	} else {
 		upstream_on_stream_error(up, f, s);
 	}

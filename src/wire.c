@@ -87,7 +87,7 @@ wire_type_str(int t)
 {
 	static const char *const names[] = {
 		"?", "HELLO", "PING", "PONG", "REQUEST", "RESPONSE", "DATA",
-		"END", "CANCEL", "ERROR", "GOAWAY", "WINDOW",
+		"END", "CANCEL", "ERROR", "GOAWAY", "WINDOW", "TRAILERS",
 	};
 
 	if (t < 1 || t > WIRE_TYPE_MAX)
@@ -106,6 +106,22 @@ wire_code_str(uint32_t c)
 	if (c >= sizeof names / sizeof names[0])
 		return "UNKNOWN";
 	return names[c];
+}
+
+uint16_t
+wire_version_agree(uint16_t theirs)
+{
+	if (theirs == 0)
+		return 1;	/* does not decode; the lowest, to be safe */
+	return theirs < WIRE_VERSION ? theirs : WIRE_VERSION;
+}
+
+uint16_t
+wire_type_version(int t)
+{
+	if (t < 1 || t > WIRE_TYPE_MAX)
+		return 0;
+	return t == WIRE_TRAILERS ? WIRE_VERSION_TRAILERS : 1;
 }
 
 /* Frame header. */
@@ -133,6 +149,7 @@ type_stream_rule(uint8_t type)
 	case WIRE_DATA:
 	case WIRE_END:
 	case WIRE_CANCEL:
+	case WIRE_TRAILERS:
 		return 1;
 	case WIRE_ERROR:
 	case WIRE_WINDOW:
@@ -291,7 +308,7 @@ cur_done(const struct cur *c)
 	return c->left == 0 ? WIRE_OK : WIRE_E_TRAILING;
 }
 
-/* nfields x (str8 name, str16 value), shared by REQUEST and RESPONSE. */
+/* nfields x (str8 name, str16 value): REQUEST, RESPONSE and TRAILERS. */
 static int
 cur_fields(struct cur *c, struct wire_field *fields, unsigned cap,
     struct wire_field **outp, unsigned *noutp)
@@ -391,6 +408,20 @@ wire_decode_response(const struct wire_frame *f, struct wire_response *resp,
 		return WIRE_E_VALUE;
 	if ((r = cur_fields(&c, fields, cap, &resp->fields,
 	    &resp->nfields)) != WIRE_OK)
+		return r;
+	return cur_done(&c);
+}
+
+int
+wire_decode_trailers(const struct wire_frame *f, struct wire_trailers *t,
+    struct wire_field *fields, unsigned cap)
+{
+	struct cur c;
+	int	   r;
+
+	cur_init(&c, f);
+	if ((r = cur_fields(&c, fields, cap, &t->fields,
+	    &t->nfields)) != WIRE_OK)
 		return r;
 	return cur_done(&c);
 }
@@ -607,6 +638,30 @@ wire_encode_response(uint8_t *out, uint32_t stream, uint8_t flags,
 	    WIRE_RESPONSE, flags, stream);
 	p = put16(out + WIRE_HEADER_SIZE, r->status);
 	put_fields(p, r->fields, r->nfields);
+	return size;
+}
+
+size_t
+wire_trailers_size(const struct wire_trailers *t)
+{
+	size_t	fs;
+
+	if ((fs = fields_size(t->fields, t->nfields)) == 0)
+		return 0;
+	return frame_size(fs);
+}
+
+size_t
+wire_encode_trailers(uint8_t *out, uint32_t stream,
+    const struct wire_trailers *t)
+{
+	size_t	size;
+
+	if (stream == 0 || (size = wire_trailers_size(t)) == 0)
+		return 0;
+	wire_encode_header(out, (uint32_t)(size - WIRE_HEADER_SIZE),
+	    WIRE_TRAILERS, 0, stream);
+	put_fields(out + WIRE_HEADER_SIZE, t->fields, t->nfields);
 	return size;
 }
 

@@ -1,5 +1,5 @@
 /*
- * wire.h -- the ingressd <-> replica wire protocol, version 1.
+ * wire.h -- the ingressd <-> replica wire protocol, version 2.
  *
  * This header is the contract; docs/protocol.md is its prose form and
  * tests/vectors/ holds frames both implementations (C and Python) must agree
@@ -28,20 +28,26 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define WIRE_VERSION		1
+#define WIRE_VERSION		2
+/*
+ * What each version adds.  A connection speaks min(ours, the peer's HELLO
+ * version); a frame a version introduced is sent only when both speak it,
+ * so a v1 peer never sees one.
+ */
+#define WIRE_VERSION_TRAILERS	2	/* the TRAILERS frame */
 #define WIRE_HEADER_SIZE	12
 
 /* Limits enforced on decode (and asserted by the encoders' callers). */
 #define WIRE_MAX_PAYLOAD	(1u << 20)	/* any one frame */
 #define WIRE_MAX_DATA		(256u << 10)	/* encoders split DATA at this */
-#define WIRE_MAX_FIELDS		256		/* headers in REQUEST/RESPONSE */
+#define WIRE_MAX_FIELDS		256		/* REQUEST/RESPONSE/TRAILERS fields */
 #define WIRE_MAX_NAME		255		/* deployment, replica id, header name */
 #define WIRE_MAX_TEXT		4096		/* ERROR and GOAWAY text */
 
 /*
  * Frame types.  Stream 0 is the connection itself: HELLO, PING, PONG,
  * GOAWAY and connection-level ERROR/WINDOW use it; REQUEST, RESPONSE, DATA,
- * END and CANCEL must not.
+ * END, CANCEL and TRAILERS must not.
  */
 enum wire_type {
 	WIRE_HELLO	= 1,  /* u16 version, u16 reserved=0, u32 max_concurrency,
@@ -63,8 +69,11 @@ enum wire_type {
 	WIRE_GOAWAY	= 10, /* u32 last_stream_id, u32 code, str16 text: no
 			       * new streams; streams <= last_stream_id finish */
 	WIRE_WINDOW	= 11, /* u32 increment: flow-control credit (bytes) */
+	WIRE_TRAILERS	= 12, /* v2, replica -> proxy: u16 nfields, fields as
+			       * REQUEST.  Response trailers: the last frame
+			       * of the response (implies END; no END flag) */
 };
-#define WIRE_TYPE_MAX	WIRE_WINDOW
+#define WIRE_TYPE_MAX	WIRE_TRAILERS
 
 /*
  * Flow control (per stream, each direction on its own).  A stream starts
@@ -72,7 +81,8 @@ enum wire_type {
  * more DATA payload on a stream than the credit it holds, and a receiver
  * grants more with WINDOW(stream, n) as it consumes what it got (typically
  * once it has consumed half the window).  DATA beyond the credit is a
- * protocol error.  WINDOW on stream 0 is reserved (ignored) in version 1.
+ * protocol error.  WINDOW on stream 0 is reserved (ignored) in versions 1
+ * and 2.
  */
 #define WIRE_INITIAL_WINDOW	(256u << 10)
 
@@ -151,6 +161,11 @@ struct wire_response {
 	unsigned	 nfields;
 };
 
+struct wire_trailers {
+	struct wire_field *fields;
+	unsigned	 nfields;
+};
+
 struct wire_error {			/* ERROR, and CANCEL (text empty) */
 	uint32_t	 code;
 	struct wire_str	 text;
@@ -161,6 +176,15 @@ struct wire_goaway {
 	uint32_t	 code;
 	struct wire_str	 text;
 };
+
+/*
+ * Version negotiation: the version a connection speaks once the peer's
+ * HELLO said `theirs` (min of the two, never 0), and the first version
+ * that has frame type t (1 for the v1 types, 0 for an unknown type).
+ * A sender sends t only when wire_type_version(t) <= the agreed version.
+ */
+uint16_t	 wire_version_agree(uint16_t theirs);
+uint16_t	 wire_type_version(int t);
 
 const char	*wire_result_str(int);
 const char	*wire_type_str(int);
@@ -189,6 +213,8 @@ int	 wire_decode_request(const struct wire_frame *, struct wire_request *,
 	    struct wire_field *fields, unsigned cap);
 int	 wire_decode_response(const struct wire_frame *, struct wire_response *,
 	    struct wire_field *fields, unsigned cap);
+int	 wire_decode_trailers(const struct wire_frame *,
+	    struct wire_trailers *, struct wire_field *fields, unsigned cap);
 int	 wire_decode_error(const struct wire_frame *, struct wire_error *);
 int	 wire_decode_cancel(const struct wire_frame *, uint32_t *code);
 int	 wire_decode_goaway(const struct wire_frame *, struct wire_goaway *);
@@ -210,6 +236,9 @@ size_t	 wire_encode_request(uint8_t *out, uint32_t stream, uint8_t flags,
 size_t	 wire_response_size(const struct wire_response *);
 size_t	 wire_encode_response(uint8_t *out, uint32_t stream, uint8_t flags,
 	    const struct wire_response *);
+size_t	 wire_trailers_size(const struct wire_trailers *);
+size_t	 wire_encode_trailers(uint8_t *out, uint32_t stream,
+	    const struct wire_trailers *);
 size_t	 wire_error_size(const struct wire_error *);
 size_t	 wire_encode_error(uint8_t *out, uint32_t stream,
 	    const struct wire_error *);

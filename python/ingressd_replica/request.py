@@ -67,15 +67,23 @@ class Headers:
 class Response:
     """An explicit response: body is anything a handler may return (bytes,
     str, dict/list as JSON, None, an async or sync iterable to stream);
-    headers a dict or (name, value) pairs."""
+    headers a dict or (name, value) pairs.
 
-    __slots__ = ("status", "headers", "body")
+    trailers (wire v2): fields sent after the body, as headers are, or a
+    function of no arguments returning them, called once the body is out
+    (a streamed body may decide them as it goes).  A response with
+    trailers carries no content-length (ingressd then frames it chunked
+    and adds them to a client that sent TE: trailers).  An ingressd that
+    speaks only wire v1 cannot carry trailers: they are dropped."""
+
+    __slots__ = ("status", "headers", "body", "trailers")
 
     def __init__(self, body: Any = b"", status: int = 200,
-                 headers: Any = None) -> None:
+                 headers: Any = None, trailers: Any = None) -> None:
         self.status = status
         self.headers = headers
         self.body = body
+        self.trailers = trailers
 
 
 class HTTPError(Exception):

@@ -1,4 +1,4 @@
-"""The replica side of wire protocol v1 on asyncio (see docs/protocol.md).
+"""The replica side of wire protocol v2 on asyncio (see docs/protocol.md).
 
 A Replica listens on the address ingressd gave it and accepts any number of
 ingressd connections.  Each connection (_Conn, an asyncio.Protocol) sends
@@ -103,6 +103,8 @@ def _b(v):
 class _Conn(asyncio.Protocol):
     """One ingressd connection."""
 
+    version = 1  # agreed in HELLO: min(ours, ingressd's)
+
     def __init__(self, replica):
         self.r = replica
         self.loop = replica.loop
@@ -183,9 +185,9 @@ class _Conn(asyncio.Protocol):
             if t != wire.HELLO:
                 raise _ProtocolError("expected HELLO, got %s" %
                                      wire.type_name(t))
-            # We speak version 1 and the peer's is >= 1 (0 does
-            # not decode): min(ours, theirs) is one we speak.
-            wire.decode_hello(f)
+            # The peer's version is >= 1 (0 does not decode):
+            # min(ours, theirs) is one we speak.
+            self.version = wire.version_agree(wire.decode_hello(f).version)
             self.hello = True
         elif t == wire.REQUEST:
             self._request(f)
@@ -632,6 +634,10 @@ class Replica:
         if isinstance(result, Response):
             status, headers, body = result.status, result.headers, \
                 result.body
+            if result.trailers is not None:
+                await self._respond_trailers(req, status, headers, body,
+                                             result.trailers)
+                return
         elif isinstance(result, tuple):
             if len(result) == 3:
                 status, headers, body = result
@@ -668,6 +674,36 @@ class Replica:
             return
         conn.write(head)
         await self._send_body(req, data, True)
+
+    async def _respond_trailers(self, req, status, headers, body, trailers):
+        """RESPONSE (no content-length), the body, then TRAILERS in
+        place of END (END alone on a v1 connection)."""
+        conn = req._conn
+        ctype, data = _fixed_body(body)
+        fields = _fields(headers, ctype if data else None, None, status)
+        if req.cancelled or conn.closing:
+            return
+        conn.write(wire.encode_response(req.stream, status, fields, 0))
+        req._out_head = True
+        if data is not None:
+            await self._send_body(req, data)
+        elif hasattr(body, "__aiter__"):
+            await self._stream_async(req, body)
+        elif hasattr(body, "__iter__"):
+            await self._stream_sync(req, iter(body))
+        else:
+            raise TypeError("cannot send a %s as a body" %
+                            type(body).__name__)
+        if callable(trailers):
+            trailers = trailers()
+        if req.cancelled or conn.closing or req._out_done:
+            return
+        req._out_done = True
+        if conn.version < wire.VERSION_TRAILERS:
+            conn.write(wire.encode_end(req.stream))
+        else:
+            conn.write(wire.encode_trailers(req.stream, _fields(
+                trailers, None, None, status)))
 
     async def _stream(self, req, status, headers, body):
         """RESPONSE now, then DATA as the iterable yields, then END."""

@@ -1,4 +1,4 @@
-"""The ingressd <-> replica wire protocol, version 1: a pure codec.
+"""The ingressd <-> replica wire protocol, version 2: a pure codec.
 
 This is the Python twin of src/wire.c (whose header, src/wire.h, is the
 contract; docs/protocol.md is its prose form).  No I/O here.  Decoders check
@@ -17,7 +17,8 @@ bytes.  Strings are bytes here; the server decodes them.
 
 import struct
 
-VERSION = 1
+VERSION = 2
+VERSION_TRAILERS = 2  # the first version with the TRAILERS frame
 HEADER_SIZE = 12
 
 MAX_PAYLOAD = 1 << 20  # any one frame
@@ -32,10 +33,10 @@ _STR8_MAX = 0xff
 _STR16_MAX = 0xffff
 
 (HELLO, PING, PONG, REQUEST, RESPONSE, DATA, END, CANCEL, ERROR, GOAWAY,
- WINDOW) = range(1, 12)
-TYPE_MAX = WINDOW
+ WINDOW, TRAILERS) = range(1, 13)
+TYPE_MAX = TRAILERS
 TYPE_NAMES = ("?", "HELLO", "PING", "PONG", "REQUEST", "RESPONSE", "DATA",
-              "END", "CANCEL", "ERROR", "GOAWAY", "WINDOW")
+              "END", "CANCEL", "ERROR", "GOAWAY", "WINDOW", "TRAILERS")
 
 FLAG_END = 0x01
 FLAGS_KNOWN = FLAG_END
@@ -55,7 +56,8 @@ _U32 = struct.Struct(">I")
 _HELLO_FIXED = struct.Struct(">HHI")
 _FIELD_HEAD = struct.Struct(">B")
 
-_STREAM_REQUIRED = frozenset((REQUEST, RESPONSE, DATA, END, CANCEL))
+_STREAM_REQUIRED = frozenset((REQUEST, RESPONSE, DATA, END, CANCEL,
+                              TRAILERS))
 _STREAM_OPTIONAL = frozenset((ERROR, WINDOW))
 _FIXED_LENGTH = {PING: 8, PONG: 8, CANCEL: 4, WINDOW: 4, END: 0}
 _END_FLAG_TYPES = frozenset((REQUEST, RESPONSE, DATA))
@@ -351,11 +353,24 @@ def decode_window(f):
     return inc
 
 
+def decode_trailers(f):
+    """The fields of a TRAILERS frame (v2), as decode_response's."""
+    c = _Cur(f.payload)
+    fields = c.fields()
+    c.done()
+    return fields
+
+
+def version_agree(theirs):
+    """The version a connection speaks once the peer's HELLO said theirs."""
+    return max(1, min(theirs, VERSION))
+
+
 _DECODERS = {
     HELLO: decode_hello, PING: decode_ping, PONG: decode_ping,
     REQUEST: decode_request, RESPONSE: decode_response,
     CANCEL: decode_cancel, ERROR: decode_error, GOAWAY: decode_goaway,
-    WINDOW: decode_window,
+    WINDOW: decode_window, TRAILERS: decode_trailers,
 }
 
 
@@ -458,6 +473,13 @@ def encode_response(stream, status, fields=(), flags=0):
         fields = list(fields)
     return _frame(RESPONSE, _flags(flags), _stream(stream),
                   _U16.pack(status) + _fields(fields))
+
+
+def encode_trailers(stream, fields=()):
+    """A TRAILERS frame (v2): the response's last frame, END implied."""
+    if not isinstance(fields, list):
+        fields = list(fields)
+    return _frame(TRAILERS, 0, _stream(stream), _fields(fields))
 
 
 def encode_data(stream, data, flags=0):

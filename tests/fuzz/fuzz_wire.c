@@ -4,7 +4,7 @@
  * The input is a byte stream as a peer would send it: frames are decoded in
  * a loop, each payload by its type, and every accepted REQUEST, RESPONSE,
  * HELLO, ERROR and GOAWAY is encoded again and must decode to the same
- * bytes.  Each payload decoder is also run on the whole input as if it were
+ * bytes (TRAILERS too, v2).  Each payload decoder is also run on the whole input as if it were
  * a payload, so decoders see bytes decode_frame would have refused.
  */
 #include <stdint.h>
@@ -35,6 +35,7 @@ payload(const struct wire_frame *f, int roundtrip)
 	struct wire_response rs;
 	struct wire_error    e;
 	struct wire_goaway   g;
+	struct wire_trailers tr;
 	uint8_t		     opaque[8];
 	uint32_t	     u;
 	size_t		     n;
@@ -93,6 +94,12 @@ payload(const struct wire_frame *f, int roundtrip)
 				abort();
 			same(f, wire_encode_window(out, f->stream, u));
 		}
+		break;
+	case WIRE_TRAILERS:
+		if (wire_decode_trailers(f, &tr, fields, WIRE_MAX_FIELDS) ==
+		    WIRE_OK && roundtrip)
+			same(f, wire_encode_trailers(out, f->stream, &tr));
+		(void)wire_decode_trailers(f, &tr, fields, 1);
 		break;
 	}
 }

@@ -22,12 +22,18 @@ PINGs, and then, depending on MODE, on the first REQUEST of a connection:
                   socket, reports the REQUEST frames found there, and
                   closes without reading them
   silent          answers HELLO and PINGs only, never any REQUEST
+  trailers        every REQUEST: RESPONSE 200 (no content-length),
+                  DATA "trailers ahead", TRAILERS (x-sum: 42,
+                  grpc-status: 0) -- a protocol error unless both
+                  HELLOs said version 2 or more (--version)
 
 Every mode answers PING with PONG until it misbehaves.  --once: stop
 listening after the first connection ends (the proxy cannot come back).
+--version N: the version its HELLO says (default: wire_client's).
 
 Events go to --report (JSON lines, flushed at once), for the test to
 read: {"event": "listening"}, {"event": "conn", "n": N},
+{"event": "hello", "version": V} (the proxy's HELLO),
 {"event": "request", "stream": S, "target": T}, {"event": "sent-bad",
 "kind": K}, {"event": "peer-error", "code": C, "text": T, "stream": S},
 {"event": "eof"}, {"event": "unread", "requests": [S...], "partial": P,
@@ -51,7 +57,7 @@ import wire_client as wc  # noqa: E402
 
 MODES = ("bad-type", "bad-reserved", "bad-status", "over-credit",
          "request-frame", "data-stream0", "wrong-ids", "close-on-request",
-         "silent")
+         "silent", "trailers")
 
 
 class Reporter:
@@ -125,7 +131,7 @@ class Conn:
         return bytes(out)
 
     def hello(self):
-        self.send(wc.encode_hello(wc.VERSION, self.srv.max_concurrency,
+        self.send(wc.encode_hello(self.srv.version, self.srv.max_concurrency,
                                   self.srv.deployment, self.srv.rid))
 
     def serve(self):
@@ -150,6 +156,9 @@ class Conn:
         if f.type == wc.PING:
             self.send(wc.encode_frame(wc.PONG, f.payload))
             return True
+        if f.type == wc.HELLO:
+            self.report(event="hello", version=wc.decode_payload(f).version)
+            return True
         if f.type == wc.ERROR:
             code, text = wc.decode_payload(f)
             self.report(event="peer-error", code=code, text=text,
@@ -173,6 +182,9 @@ class Conn:
                 if self.srv.mode == "wrong-ids":
                     self.answer_with_strays(f.stream)
                     continue
+                if self.srv.mode == "trailers":
+                    self.answer_with_trailers(f.stream)
+                    continue
                 self.misbehave(f.stream)
                 continue
             self.on_conn_frame(f)
@@ -190,6 +202,15 @@ class Conn:
         self.send(wc.encode_frame(wc.RESPONSE, struct.pack(">H", 200) +
                                   fields, 0, stream) +
                   wc.encode_data(stream, body, end=True))
+
+    def answer_with_trailers(self, stream):
+        fields = wc.encode_fields([("content-type", "text/plain")])
+        trailers = wc.encode_fields([("x-sum", "42"), ("grpc-status", "0")])
+        self.send(wc.encode_frame(wc.RESPONSE, struct.pack(">H", 200) +
+                                  fields, 0, stream) +
+                  wc.encode_data(stream, b"trailers ahead") +
+                  wc.encode_frame(wc.TRAILERS, trailers, 0, stream))
+        self.report(event="sent-trailers", stream=stream)
 
     def misbehave(self, stream):
         kind = self.srv.mode
@@ -284,6 +305,7 @@ class Server:
         self.rid = args.id
         self.deployment = args.deployment
         self.max_concurrency = args.max_concurrency
+        self.version = args.version
         self.once = args.once
         self.linger = args.linger
         self.report = Reporter(args.report)
@@ -363,6 +385,7 @@ def main(argv):
     ap.add_argument("--report")
     ap.add_argument("--once", action="store_true")
     ap.add_argument("--linger", type=float, default=1.0)
+    ap.add_argument("--version", type=int, default=wc.VERSION)
     args = ap.parse_args(argv[1:])
     srv = Server(args)
     try:

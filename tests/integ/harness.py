@@ -236,6 +236,7 @@ class Response:
 		self.chunked = False
 		self.close_delimited = False
 		self.chunk_times = []		# [(monotonic, nbytes)] per chunk
+		self.trailers = []		# [(name, value)] after the last chunk
 		self.t_head = 0.0		# monotonic when the head was parsed
 		self.t_end = 0.0
 
@@ -443,8 +444,11 @@ class Conn:
 				raise HTTPError("chunk not followed by CRLF")
 		# Trailers until the empty line.
 		for _ in range(1000):
-			if not self._line():
+			line = self._line()
+			if not line:
 				break
+			k, _, v = line.decode("latin-1").partition(":")
+			resp.trailers.append((k.strip(), v.strip()))
 		return bytes(out)
 
 	def request(self, method, target, headers=None, body=None,

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""wire_client -- a small, strict client for the ingressd wire protocol v1.
+"""wire_client -- a small, strict client for the ingressd wire protocol v2.
 
 It plays the proxy's side against a replica (docs/protocol.md), for tests:
 
@@ -35,7 +35,8 @@ import sys
 import tempfile
 import time
 
-VERSION = 1
+VERSION = 2
+VERSION_TRAILERS = 2    # the first version with TRAILERS
 HEADER = 12
 MAX_PAYLOAD = 1 << 20
 MAX_DATA = 256 << 10
@@ -45,12 +46,12 @@ MAX_TEXT = 4096
 INITIAL_WINDOW = 256 << 10
 
 HELLO, PING, PONG, REQUEST, RESPONSE, DATA, END, CANCEL, ERROR, GOAWAY, \
-    WINDOW = range(1, 12)
-TYPE_MAX = WINDOW
+    WINDOW, TRAILERS = range(1, 13)
+TYPE_MAX = TRAILERS
 TYPE_NAMES = {HELLO: "HELLO", PING: "PING", PONG: "PONG",
               REQUEST: "REQUEST", RESPONSE: "RESPONSE", DATA: "DATA",
               END: "END", CANCEL: "CANCEL", ERROR: "ERROR",
-              GOAWAY: "GOAWAY", WINDOW: "WINDOW"}
+              GOAWAY: "GOAWAY", WINDOW: "WINDOW", TRAILERS: "TRAILERS"}
 FLAG_END = 0x01
 
 CODE_NONE, CODE_PROTOCOL, CODE_INTERNAL, CODE_REFUSED, CODE_CANCEL, \
@@ -60,7 +61,8 @@ Frame = collections.namedtuple("Frame", "type flags stream payload")
 Hello = collections.namedtuple("Hello",
                                "version max_concurrency deployment replica_id")
 Response = collections.namedtuple(
-    "Response", "status headers body frames error ended")
+    "Response", "status headers body frames error ended trailers",
+    defaults=(None,))
 
 
 class WireError(Exception):
@@ -118,7 +120,7 @@ def encode_data(stream, data, end=False):
 # --- decoding (same checks, same order as src/wire.c) ---
 
 _FIXED = {PING: 8, PONG: 8, CANCEL: 4, WINDOW: 4, END: 0}
-_NEEDS_STREAM = (REQUEST, RESPONSE, DATA, END, CANCEL)
+_NEEDS_STREAM = (REQUEST, RESPONSE, DATA, END, CANCEL, TRAILERS)
 _NO_STREAM = (HELLO, PING, PONG, GOAWAY)
 
 
@@ -223,6 +225,8 @@ def decode_payload(f):
         v = c.u32()
         if v == 0:
             raise WireError("E_VALUE")
+    elif f.type == TRAILERS:
+        v = c.fields()
     else:
         return f.payload          # DATA, END: the header said it all
     c.done()
@@ -355,9 +359,19 @@ class WireClient:
                 self.pending[f.stream].append(f)
 
     def hello(self, version=VERSION, deployment="", replica_id="ingressd"):
-        """Send our HELLO and return the peer's (decoded)."""
+        """Send our HELLO and return the peer's (decoded).  The connection
+        then speaks min(version, the peer's): self.version."""
+        self.sent_version = version
         self.send(encode_hello(version, 0, deployment, replica_id))
         return self.read_hello()
+
+    @property
+    def version(self):
+        """The agreed version (ours until the peer's HELLO is in)."""
+        ours = getattr(self, "sent_version", VERSION)
+        if self.peer_hello is None:
+            return ours
+        return min(ours, self.peer_hello.version)
 
     def read_hello(self, timeout=None):
         if self.peer_hello is None:
@@ -424,8 +438,9 @@ class WireClient:
         return self._next(lambda f: f.stream == stream, timeout)
 
     def collect(self, stream, timeout=None):
-        """Frames of one response until END, FLAG_END or ERROR."""
+        """Frames of one response until END, FLAG_END, TRAILERS or ERROR."""
         status, headers, body, frames, error = None, [], bytearray(), [], None
+        trailers = None
         ended = False
         while not ended:
             f = self.frames_for(stream, timeout)
@@ -439,9 +454,17 @@ class WireClient:
             elif f.type == ERROR:
                 error = decode_payload(f)
                 ended = True
+            elif f.type == TRAILERS:
+                if status is None or self.version < VERSION_TRAILERS:
+                    raise WireError("E_SEQUENCE", "TRAILERS %s" % (
+                        "before RESPONSE" if status is None else
+                        "on a v%d connection" % self.version))
+                trailers = decode_payload(f)
+                ended = True
             if f.type == END or f.flags & FLAG_END:
                 ended = True
-        return Response(status, headers, bytes(body), frames, error, ended)
+        return Response(status, headers, bytes(body), frames, error, ended,
+                        trailers)
 
 
 # --- script modes ---

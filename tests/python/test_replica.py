@@ -167,7 +167,7 @@ class Basics(unittest.TestCase):
                 # The replica's HELLO comes without waiting.
                 h = c.read_hello()
                 self.assertEqual((h.version, h.max_concurrency,
-                                  h.deployment, h.replica_id), (1, 7, "dep",
+                                  h.deployment, h.replica_id), (2, 7, "dep",
                                                                 "t-1"))
                 c.hello()
                 for _ in range(3):

@@ -78,6 +78,8 @@ def reencode(f, v):
         return wire.encode_goaway(*v)
     if t == wire.WINDOW:
         return wire.encode_window(f.stream, v)
+    if t == wire.TRAILERS:
+        return wire.encode_trailers(f.stream, v)
     raise AssertionError("no encoder for type %d" % t)
 
 
@@ -223,7 +225,7 @@ class Encoders(unittest.TestCase):
         f = wire.encode_hello(7, b"dep", b"rid")
         h = wire.decode_payload(decode(f)[1])
         self.assertEqual((h.version, h.max_concurrency, h.deployment,
-                          h.replica_id), (1, 7, b"dep", b"rid"))
+                          h.replica_id), (2, 7, b"dep", b"rid"))
 
     def test_header_layout(self):
         self.assertEqual(wire.encode_header(5, wire.DATA, 1, 0x01020304),

@@ -89,13 +89,18 @@ START_TEST(test_default_conf)
 	ck_assert_uint_eq(conf->limits.max_body, 16777216);
 	ck_assert_double_eq(conf->timeouts.keepalive, 75);
 	ck_assert_double_eq(conf->timeouts.drain, 30);
-	ck_assert_uint_eq(conf->nroutes, 3);
+	ck_assert_uint_eq(conf->nroutes, 4);
+	ck_assert_str_eq(conf->routes[3].prefix, "/ingressd.example.Echo/");
+	ck_assert_str_eq(conf->routes[3].deployment, "grpc-echo");
 	ck_assert_str_eq(conf->routes[1].prefix, "/hello");
 	ck_assert_uint_eq(conf->routes[1].prefix_len, 6);
 	ck_assert_str_eq(conf->routes[1].deployment, "hello");
 	ck_assert_ptr_null(conf->routes[1].host);
 	ck_assert_int_eq(conf->routes[1].strip_prefix, 0);
-	ck_assert_uint_eq(conf->ndeployments, 3);
+	ck_assert_uint_eq(conf->ndeployments, 4);
+	d = conf_find_deployment(conf, "grpc-echo");
+	ck_assert_ptr_nonnull(d);
+	ck_assert_str_eq(d->command[0], "build/replica-grpc-echo");
 
 	d = conf_find_deployment(conf, "echo");
 	ck_assert_ptr_nonnull(d);

@@ -322,6 +322,47 @@ START_TEST(test_chunks)
 }
 END_TEST
 
+/* The last chunk with trailers keeps only what a trailer may carry. */
+START_TEST(test_chunk_trailers)
+{
+	struct wire_field f[] = {
+		fld("grpc-status", "0"), fld("grpc-message", "a%20b"),
+		fld("content-length", "5"), fld("Connection", "close"),
+		fld("host", "x"), fld("bad name", "v"), fld("x-bad", "a\r\nb"),
+		fld("x-empty", ""),
+	};
+	const char *want = "0\r\ngrpc-status: 0\r\ngrpc-message: a%20b\r\n"
+	    "x-empty: \r\n\r\n";
+	size_t n;
+	char *s;
+
+	n = resp_chunk_trailers(out, f, sizeof(f) / sizeof(f[0]));
+	ck_assert_uint_eq(n, strlen(want));
+	s = take();
+	ck_assert_str_eq(s, want);
+	free(s);
+	/* None left: the plain last chunk. */
+	ck_assert_uint_eq(resp_chunk_trailers(out, f + 2, 1), 5);
+	s = take();
+	ck_assert_str_eq(s, "0\r\n\r\n");
+	free(s);
+}
+END_TEST
+
+START_TEST(test_te_trailers)
+{
+	ck_assert(resp_te_trailers("trailers", 8));
+	ck_assert(resp_te_trailers("Trailers", 8));
+	ck_assert(resp_te_trailers("gzip;q=0.5, trailers", 20));
+	ck_assert(resp_te_trailers(" ,trailers ,", 12));
+	ck_assert(!resp_te_trailers("", 0));
+	ck_assert(!resp_te_trailers("gzip", 4));
+	ck_assert(!resp_te_trailers("trailersx", 9));
+	ck_assert(!resp_te_trailers("x;a=trailers", 12));
+	ck_assert(!resp_te_trailers("trailer", 7));
+}
+END_TEST
+
 /* Split a response into head and body; check Content-Length matches. */
 static char *
 body_of(char *s, char *v, size_t vlen)
@@ -438,6 +479,8 @@ resp_suite(void)
 	tcase_add_test(tc, test_error);
 	tcase_add_test(tc, test_error_variants);
 	tcase_add_test(tc, test_simple);
+	tcase_add_test(tc, test_chunk_trailers);
+	tcase_add_test(tc, test_te_trailers);
 	suite_add_tcase(s, tc);
 	return (s);
 }

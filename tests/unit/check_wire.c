@@ -53,6 +53,7 @@ decode_payload(const struct wire_frame *f)
 	struct wire_response	 rs;
 	struct wire_error	 e;
 	struct wire_goaway	 g;
+	struct wire_trailers	 t;
 	uint8_t			 opaque[8];
 	uint32_t		 u;
 
@@ -74,6 +75,8 @@ decode_payload(const struct wire_frame *f)
 		return wire_decode_goaway(f, &g);
 	case WIRE_WINDOW:
 		return wire_decode_window(f, &u);
+	case WIRE_TRAILERS:
+		return wire_decode_trailers(f, &t, fields, WIRE_MAX_FIELDS);
 	default:
 		return WIRE_OK;		/* DATA and END: the header says it all */
 	}
@@ -224,6 +227,70 @@ START_TEST(test_response_roundtrip)
 	check_prefixes(buf, n);
 	ck_assert_int_eq(wire_decode_response(&f, &out, out_f, 1),
 	    WIRE_E_LIMIT);
+}
+END_TEST
+
+/* v2: TRAILERS is the fields of a RESPONSE without the status. */
+START_TEST(test_trailers_roundtrip)
+{
+	struct wire_field    in_f[2] = {
+		{ S("grpc-status"), S("3") },
+		{ S("grpc-message"), S("bad%20argument") },
+	}, out_f[WIRE_MAX_FIELDS];
+	struct wire_trailers in = { in_f, 2 }, out;
+	struct wire_frame    f;
+	size_t		     n;
+
+	n = wire_encode_trailers(buf, 5, &in);
+	ck_assert_uint_eq(n, wire_trailers_size(&in));
+	ck_assert_uint_eq(n, WIRE_HEADER_SIZE + 2 + 1 + 11 + 2 + 1 + 1 + 12 +
+	    2 + 14);
+	decode_whole(buf, n, &f);
+	ck_assert_int_eq(f.type, WIRE_TRAILERS);
+	ck_assert_uint_eq(f.flags, 0);
+	ck_assert_uint_eq(f.stream, 5);
+	ck_assert_int_eq(wire_decode_trailers(&f, &out, out_f,
+	    WIRE_MAX_FIELDS), WIRE_OK);
+	ck_assert_uint_eq(out.nfields, 2);
+	ck_assert(streq(out.fields[0].name, "grpc-status"));
+	ck_assert(streq(out.fields[0].value, "3"));
+	ck_assert(streq(out.fields[1].value, "bad%20argument"));
+	check_prefixes(buf, n);
+	ck_assert_int_eq(wire_decode_trailers(&f, &out, out_f, 1),
+	    WIRE_E_LIMIT);
+	/* No stream, or a field the decoder would refuse: nothing encoded. */
+	ck_assert_uint_eq(wire_encode_trailers(buf, 0, &in), 0);
+	in_f[0].name.len = 0;
+	ck_assert_uint_eq(wire_encode_trailers(buf, 5, &in), 0);
+	ck_assert_str_eq(wire_type_str(WIRE_TRAILERS), "TRAILERS");
+}
+END_TEST
+
+/*
+ * HELLO negotiation: each side speaks min(ours, theirs); TRAILERS exists
+ * from v2 on, so a v1 peer (proxy or replica) never gets one.
+ */
+START_TEST(test_hello_negotiation)
+{
+	struct wire_hello in = { WIRE_VERSION, 0, S(""), S("ingressd") }, out;
+	struct wire_frame f;
+	size_t		  n;
+
+	ck_assert_int_eq(WIRE_VERSION, 2);
+	n = wire_encode_hello(buf, &in);
+	decode_whole(buf, n, &f);
+	ck_assert_int_eq(wire_decode_hello(&f, &out), WIRE_OK);
+	ck_assert_uint_eq(out.version, 2);
+	ck_assert_uint_eq(wire_version_agree(1), 1);
+	ck_assert_uint_eq(wire_version_agree(2), 2);
+	ck_assert_uint_eq(wire_version_agree(7), WIRE_VERSION);
+	ck_assert_uint_eq(wire_version_agree(0), 1);
+	ck_assert_uint_eq(wire_type_version(WIRE_TRAILERS), 2);
+	ck_assert_uint_eq(wire_type_version(WIRE_HELLO), 1);
+	ck_assert_uint_eq(wire_type_version(WIRE_WINDOW), 1);
+	ck_assert_uint_eq(wire_type_version(WIRE_TRAILERS + 1), 0);
+	ck_assert(wire_type_version(WIRE_TRAILERS) > wire_version_agree(1));
+	ck_assert(wire_type_version(WIRE_TRAILERS) <= wire_version_agree(2));
 }
 END_TEST
 
@@ -626,7 +693,7 @@ START_TEST(test_names)
 	ck_assert_str_eq(wire_type_str(WIRE_HELLO), "HELLO");
 	ck_assert_str_eq(wire_type_str(WIRE_WINDOW), "WINDOW");
 	ck_assert_str_eq(wire_type_str(0), "UNKNOWN");
-	ck_assert_str_eq(wire_type_str(12), "UNKNOWN");
+	ck_assert_str_eq(wire_type_str(13), "UNKNOWN");
 	ck_assert_str_eq(wire_code_str(WIRE_CODE_NONE), "NONE");
 	ck_assert_str_eq(wire_code_str(WIRE_CODE_OVERLOAD), "OVERLOAD");
 	ck_assert_str_eq(wire_code_str(9), "UNKNOWN");
@@ -733,6 +800,8 @@ wire_suite(void)
 	tcase_add_test(tc, test_request_roundtrip);
 	tcase_add_test(tc, test_request_points_into_buffer);
 	tcase_add_test(tc, test_response_roundtrip);
+	tcase_add_test(tc, test_trailers_roundtrip);
+	tcase_add_test(tc, test_hello_negotiation);
 	tcase_add_test(tc, test_data_end_roundtrip);
 	tcase_add_test(tc, test_cancel_error_goaway_window_roundtrip);
 	tcase_add_test(tc, test_header_rejections);

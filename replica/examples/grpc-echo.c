@@ -1,0 +1,122 @@
+/*
+ * grpc-echo.c -- an example gRPC replica on raw message bytes: the
+ * service ingressd.example.Echo.
+ *
+ *   Unary         answers the request message unchanged
+ *   ServerStream  answers the request message 3 times
+ *   ClientStream  answers one message: every request message, joined
+ *   BidiStream    answers each request message as it arrives
+ *   Abort         answers no message: status INVALID_ARGUMENT, message
+ *                 "aborted: " and the request message (Trailers-Only)
+ *
+ * Every call that answers ends with grpc-status 0 in the trailers.  The
+ * messages are whatever bytes the client sends (any protobuf, or none):
+ * nothing here parses them.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <event2/buffer.h>
+
+#include "replica.h"
+#include "replica_grpc.h"
+
+#define ECHO_ABORT_MAX	200
+
+static void
+echo_unary(struct replica_req *q, const void *msg, size_t n, void *arg)
+{
+	if (replica_grpc_send(q, msg, n) == 0)
+		replica_grpc_finish(q, GRPC_OK, NULL);
+}
+
+static void
+echo_server_stream(struct replica_req *q, const void *msg, size_t n,
+    void *arg)
+{
+	int i;
+
+	for (i = 0; i < 3; i++)
+		if (replica_grpc_send(q, msg, n) != 0)
+			return;
+	replica_grpc_finish(q, GRPC_OK, NULL);
+}
+
+static void
+echo_abort(struct replica_req *q, const void *msg, size_t n, void *arg)
+{
+	char text[sizeof "aborted: " + ECHO_ABORT_MAX];
+
+	snprintf(text, sizeof text, "aborted: %.*s",
+	    (int)(n > ECHO_ABORT_MAX ? ECHO_ABORT_MAX : n), (const char *)msg);
+	replica_grpc_finish(q, GRPC_INVALID_ARGUMENT, text);
+}
+
+/* ClientStream: the messages so far, in the call's user buffer. */
+static void
+echo_collect(struct replica_req *q, const void *msg, size_t n, void *arg)
+{
+	struct evbuffer *all = replica_grpc_user(q);
+
+	if (all == NULL) {
+		if ((all = evbuffer_new()) == NULL) {
+			replica_grpc_finish(q, GRPC_RESOURCE_EXHAUSTED,
+			    "out of memory");
+			return;
+		}
+		replica_grpc_set_user(q, all);
+	}
+	evbuffer_add(all, msg, n);
+}
+
+static void
+echo_collected(struct replica_req *q, void *arg)
+{
+	struct evbuffer *all = replica_grpc_user(q);
+	size_t n = all != NULL ? evbuffer_get_length(all) : 0;
+
+	if (replica_grpc_send(q, n ? evbuffer_pullup(all, -1) : NULL, n) == 0)
+		replica_grpc_finish(q, GRPC_OK, NULL);
+	replica_grpc_set_user(q, NULL);	/* a late on_cancel finds none */
+	if (all != NULL)
+		evbuffer_free(all);
+}
+
+static void
+echo_collect_cancel(struct replica_req *q, void *arg)
+{
+	struct evbuffer *all = replica_grpc_user(q);
+
+	replica_grpc_set_user(q, NULL);
+	if (all != NULL)
+		evbuffer_free(all);
+}
+
+static void
+echo_bidi(struct replica_req *q, const void *msg, size_t n, void *arg)
+{
+	replica_grpc_send(q, msg, n);
+}
+
+static const struct replica_grpc_method echo_methods[] = {
+	{ "/ingressd.example.Echo/Unary", echo_unary, NULL, NULL, NULL },
+	{ "/ingressd.example.Echo/ServerStream", echo_server_stream, NULL,
+	    NULL, NULL },
+	{ "/ingressd.example.Echo/ClientStream", NULL, echo_collect,
+	    echo_collected, echo_collect_cancel },
+	/* on_end NULL: the call ends OK once the client is done. */
+	{ "/ingressd.example.Echo/BidiStream", NULL, echo_bidi, NULL, NULL },
+	{ "/ingressd.example.Echo/Abort", echo_abort, NULL, NULL, NULL },
+};
+
+static struct replica_grpc_server echo_server = {
+	echo_methods, sizeof echo_methods / sizeof echo_methods[0], 0, NULL,
+};
+
+int
+main(int argc, char **argv)
+{
+	return replica_main("replica-grpc-echo", argc, argv,
+	    &replica_grpc_handler, &echo_server);
+}
