@@ -331,8 +331,8 @@ conn_next_frame(struct evbuffer *in, struct wire_frame *f, size_t *need,
 
 /*
  * A DATA frame across chains (need bytes at the front of in), handed up as
- * one DATA frame per chain, read in place: only the last piece carries the
- * frame's END flag.  The layer above checks credit piece by piece, which
+ * one DATA frame per chain, read in place (conn_frame checks each, as it
+ * would the whole): only the last piece carries the frame's END flag.  The layer above checks credit piece by piece, which
  * sums to the frame's check.  A frame over more chains than CONN_PIECES
  * (not seen: reads are up to 256 KiB) is pulled up instead.
  */
@@ -345,14 +345,13 @@ conn_data_split(struct conn *c, struct evbuffer *in, struct wire_frame *f,
 	size_t	 skip = WIRE_HEADER_SIZE, left = f->length, take;
 	int	 i, n;
 
-	if (c->state == CONN_HELLO) {
-		*why = "expected HELLO";
-		return -1;
-	}
 	n = evbuffer_peek(in, (ev_ssize_t)need, NULL, v, CONN_PIECES);
 	if (n > CONN_PIECES) {
-		if ((f->payload = evbuffer_pullup(in, (ev_ssize_t)need)) == NULL)
+		if ((f->payload = evbuffer_pullup(in, (ev_ssize_t)need)) ==
+		    NULL) {
+			*why = "out of memory";
 			return -1;
+		}
 		f->payload += WIRE_HEADER_SIZE;
 		return conn_frame(c, f, why);
 	}
