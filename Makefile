@@ -135,7 +135,7 @@ check: deps-check
 	$(MAKE) check-only
 
 check-only: all $(UNIT_BIN)
-	$(MAKE) unit python integ conformance
+	$(MAKE) DEPGRAPH_FLAGS=--quiet depgraph unit python integ conformance
 
 unit: $(UNIT_BIN)
 	@sh tests/run-unit.sh $(UNIT_BIN)

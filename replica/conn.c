@@ -297,28 +297,82 @@ conn_error_cb(void *arg, int eof)
 
 /*
  * The next whole frame at the front of the input, contiguous: the first
- * chain usually holds it (no copy); a frame across chains is pulled up.
+ * chain usually holds it (no copy).  A DATA frame across chains stays where
+ * it lies (*split: its payload goes up in pieces); any other frame, small,
+ * is pulled up.
  */
 static int
-conn_next_frame(struct evbuffer *in, struct wire_frame *f, size_t *need)
+conn_next_frame(struct evbuffer *in, struct wire_frame *f, size_t *need,
+    int *split)
 {
 	size_t	 len = evbuffer_get_length(in);
 	size_t	 have = evbuffer_get_contiguous_space(in);
 	uint8_t	*p;
 	int	 rc;
 
+	*split = 0;
 	*need = WIRE_HEADER_SIZE;
 	if (len < WIRE_HEADER_SIZE)
 		return WIRE_NEED_MORE;
-	/* At most twice round: the header, then the whole frame. */
+	/* At most three rounds: the header, then the whole frame. */
 	for (;;) {
 		if ((p = evbuffer_pullup(in, (ev_ssize_t)have)) == NULL)
 			return WIRE_NEED_MORE;	/* no memory: retried later */
 		rc = wire_decode_frame(p, have, f, need);
 		if (rc != WIRE_NEED_MORE || *need > len)
 			return rc;
+		if (have >= WIRE_HEADER_SIZE && f->type == WIRE_DATA) {
+			*split = 1;
+			return WIRE_OK;
+		}
 		have = *need;
 	}
+}
+
+#define CONN_PIECES	8	/* chains one DATA frame may span */
+
+/*
+ * A DATA frame across chains (need bytes at the front of in), handed up as
+ * one DATA frame per chain, read in place (conn_frame checks each, as it
+ * would the whole): only the last piece carries the frame's END flag.  The layer above checks credit piece by piece, which
+ * sums to the frame's check.  A frame over more chains than CONN_PIECES
+ * (not seen: reads are up to 256 KiB) is pulled up instead.
+ */
+static int
+conn_data_split(struct conn *c, struct evbuffer *in, struct wire_frame *f,
+    size_t need, const char **why)
+{
+	struct evbuffer_iovec v[CONN_PIECES];
+	struct wire_frame piece = *f;
+	size_t	 skip = WIRE_HEADER_SIZE, left = f->length, take;
+	int	 i, n;
+
+	n = evbuffer_peek(in, (ev_ssize_t)need, NULL, v, CONN_PIECES);
+	if (n > CONN_PIECES) {
+		if ((f->payload = evbuffer_pullup(in, (ev_ssize_t)need)) ==
+		    NULL) {
+			*why = "out of memory";
+			return -1;
+		}
+		f->payload += WIRE_HEADER_SIZE;
+		return conn_frame(c, f, why);
+	}
+	for (i = 0; i < n && left > 0 && !c->dead; i++) {
+		if (v[i].iov_len <= skip) {
+			skip -= v[i].iov_len;
+			continue;
+		}
+		take = v[i].iov_len - skip < left ? v[i].iov_len - skip : left;
+		piece.payload = (const uint8_t *)v[i].iov_base + skip;
+		piece.length = (uint32_t)take;
+		skip = 0;
+		left -= take;
+		piece.flags = left == 0 ? f->flags :
+		    f->flags & ~WIRE_FLAG_END;
+		if (conn_frame(c, &piece, why) != 0)
+			return -1;
+	}
+	return 0;
 }
 
 /* Decode and dispatch every whole frame in the input. */
@@ -329,18 +383,19 @@ conn_process(struct conn *c)
 	struct wire_frame f;
 	const char	 *why = NULL;
 	size_t		  need = 0;
-	int		  rc;
+	int		  rc, split;
 
 	c->busy = 1;
 	while (!c->dead && c->state != CONN_CLOSING) {
-		rc = conn_next_frame(in, &f, &need);
+		rc = conn_next_frame(in, &f, &need, &split);
 		if (rc == WIRE_NEED_MORE)
 			break;
 		if (rc != WIRE_OK) {
 			why = wire_result_str(rc);
 			break;
 		}
-		if (conn_frame(c, &f, &why) != 0) {
+		if ((split ? conn_data_split(c, in, &f, need, &why) :
+		    conn_frame(c, &f, &why)) != 0) {
 			if (why == NULL)
 				why = "bad frame";
 			break;

@@ -18,7 +18,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 
 #include <event2/buffer.h>
 #include <event2/event.h>
@@ -30,6 +29,7 @@
 #include "conf.h"
 #include "front.h"
 #include "handle.h"
+#include "hfield.h"
 #include "http1.h"
 #include "log.h"
 #include "metrics.h"
@@ -462,12 +462,6 @@ static const struct stream_ops front_stream_ops = {
 
 /* Parser callbacks: the client's request ------------------------------- */
 
-static int
-front_name_is(const struct http1_field *fl, const char *name, size_t len)
-{
-	return fl->name_len == len && strncasecmp(fl->name, name, len) == 0;
-}
-
 /* X-Request-Id from the client if it is sane, else a new one. */
 static void
 front_request_id(struct front *f, const struct http1_field *fl)
@@ -503,13 +497,14 @@ front_scan_fields(const struct http1_request *r, struct front_fields *ff)
 	memset(ff, 0, sizeof(*ff));
 	for (i = 0; i < r->nfields; i++) {
 		fl = &r->fields[i];
-		if (front_name_is(fl, "x-request-id", 12))
+		if (hfield_name_is(fl->name, fl->name_len, "x-request-id"))
 			ff->request_id = fl;
-		else if (front_name_is(fl, "user-agent", 10))
+		else if (hfield_name_is(fl->name, fl->name_len, "user-agent"))
 			ff->user_agent = fl->value;
-		else if (front_name_is(fl, "referer", 7))
+		else if (hfield_name_is(fl->name, fl->name_len, "referer"))
 			ff->referer = fl->value;
-		else if (front_name_is(fl, "x-request-timeout-seconds", 25))
+		else if (hfield_name_is(fl->name, fl->name_len,
+		    "x-request-timeout-seconds"))
 			ff->timeout = fl;
 	}
 }

@@ -21,12 +21,11 @@
 
 #include "llhttp.h"
 
+#include "arena.h"
 #include "http1.h"
 #include "http1_scan.h"
 #include "http1_target.h"
-#include "tchar.h"
 
-#define ARENA_MIN	512
 #define FIELDS_MIN	16
 
 enum phase {
@@ -70,15 +69,12 @@ struct http1 {
 	 * only grows while a head is read, so pointers into it are set once
 	 * the head is complete, and it is reused by the next message.
 	 */
-	char			*buf;
-	size_t			 len;
-	size_t			 cap;
+	struct arena		 arena;
 	size_t			 method_off;
 	size_t			 target_off;
 	size_t			 auth_off;	/* absolute-form authority */
 	size_t			 auth_len;
 	int			 absolute;	/* target was absolute-form */
-	int			 in_span;	/* a span is being accumulated */
 
 	struct http1_field	*fields;
 	struct fieldpos		*pos;
@@ -152,56 +148,11 @@ cb_status(int st)
 	return (st >= 400 && st <= 599) ? st : 500;
 }
 
-/* --- The arena. ---------------------------------------------------------- */
-
-/* Room for n more bytes; pointers into the arena are void after it. */
+/* An arena call's result: out of memory is the request's error. */
 static int
-arena_reserve(struct http1 *h, size_t n)
+mem(struct http1 *h, int rc)
 {
-	size_t	 cap;
-	char	*b;
-
-	if (n > h->cap - h->len) {
-		cap = h->cap != 0 ? h->cap : ARENA_MIN;
-		while (cap - h->len < n)
-			cap *= 2;
-		if ((b = realloc(h->buf, cap)) == NULL)
-			return fail(h, 500, "out of memory");
-		h->buf = b;
-		h->cap = cap;
-	}
-	return 0;
-}
-
-static int
-arena_add(struct http1 *h, const char *p, size_t n)
-{
-	if (arena_reserve(h, n) == -1)
-		return -1;
-	memcpy(h->buf + h->len, p, n);
-	h->len += n;
-	return 0;
-}
-
-/* Append a span of the current item, remembering where the item began. */
-static int
-arena_span(struct http1 *h, size_t *start, const char *p, size_t n)
-{
-	if (!h->in_span) {
-		h->in_span = 1;
-		*start = h->len;
-	}
-	return arena_add(h, p, n);
-}
-
-/* End the current item (even if llhttp gave no span for it). */
-static int
-arena_close(struct http1 *h, size_t *start)
-{
-	if (!h->in_span)
-		*start = h->len;
-	h->in_span = 0;
-	return arena_add(h, "", 1);
+	return rc == 0 ? 0 : fail(h, 500, "out of memory");
 }
 
 static int
@@ -231,7 +182,7 @@ cb_method(llhttp_t *ll, const char *p, size_t n)
 {
 	struct http1	*h = ll->data;
 
-	return arena_span(h, &h->method_off, p, n);
+	return mem(h, arena_span(&h->arena, &h->method_off, p, n));
 }
 
 static int
@@ -239,10 +190,10 @@ cb_method_complete(llhttp_t *ll)
 {
 	struct http1	*h = ll->data;
 
-	if (arena_close(h, &h->method_off) == -1)
+	if (mem(h, arena_close(&h->arena, &h->method_off)) == -1)
 		return -1;
-	h->req.method_len = h->len - 1 - h->method_off;
-	if (strcmp(h->buf + h->method_off, "CONNECT") == 0)
+	h->req.method_len = h->arena.len - 1 - h->method_off;
+	if (strcmp(h->arena.buf + h->method_off, "CONNECT") == 0)
 		return fail(h, 501, "CONNECT not supported");
 	return 0;
 }
@@ -252,7 +203,7 @@ cb_url(llhttp_t *ll, const char *p, size_t n)
 {
 	struct http1	*h = ll->data;
 
-	return arena_span(h, &h->target_off, p, n);
+	return mem(h, arena_span(&h->arena, &h->target_off, p, n));
 }
 
 /*
@@ -267,24 +218,25 @@ target_absolute(struct http1 *h)
 	const char		*why;
 	size_t			 auth, rest, slash;
 
-	if (http1_target_absolute(h->buf + h->target_off, h->req.target_len,
-	    &a, &why) == -1)
+	if (http1_target_absolute(h->arena.buf + h->target_off,
+	    h->req.target_len, &a, &why) == -1)
 		return fail(h, 400, why);
-	auth = (size_t)(a.authority - h->buf);
-	rest = (size_t)(a.rest - h->buf);
+	auth = (size_t)(a.authority - h->arena.buf);
+	rest = (size_t)(a.rest - h->arena.buf);
 	slash = a.rest_len == 0 || a.rest[0] != '/';
-	if (arena_reserve(h, a.authority_len + a.rest_len + slash + 2) == -1)
+	if (mem(h, arena_reserve(&h->arena, a.authority_len + a.rest_len +
+	    slash + 2)) == -1)
 		return -1;
-	h->auth_off = h->len;
+	h->auth_off = h->arena.len;
 	h->auth_len = a.authority_len;
-	arena_add(h, h->buf + auth, a.authority_len);
-	arena_add(h, "", 1);
-	h->target_off = h->len;
+	arena_add(&h->arena, h->arena.buf + auth, a.authority_len);
+	arena_add(&h->arena, "", 1);
+	h->target_off = h->arena.len;
 	h->req.target_len = a.rest_len + slash;
 	if (slash)
-		arena_add(h, "/", 1);
-	arena_add(h, h->buf + rest, a.rest_len);
-	arena_add(h, "", 1);
+		arena_add(&h->arena, "/", 1);
+	arena_add(&h->arena, h->arena.buf + rest, a.rest_len);
+	arena_add(&h->arena, "", 1);
 	h->absolute = 1;
 	return 0;
 }
@@ -296,14 +248,14 @@ cb_url_complete(llhttp_t *ll)
 	struct http1	*h = ll->data;
 	const char	*t;
 
-	if (arena_close(h, &h->target_off) == -1)
+	if (mem(h, arena_close(&h->arena, &h->target_off)) == -1)
 		return -1;
-	t = h->buf + h->target_off;
-	h->req.target_len = h->len - 1 - h->target_off;
+	t = h->arena.buf + h->target_off;
+	h->req.target_len = h->arena.len - 1 - h->target_off;
 	if (t[0] == '/')
 		return 0;
 	if (strcmp(t, "*") == 0 &&
-	    strcmp(h->buf + h->method_off, "OPTIONS") == 0)
+	    strcmp(h->arena.buf + h->method_off, "OPTIONS") == 0)
 		return 0;
 	return target_absolute(h);
 }
@@ -315,9 +267,9 @@ cb_field(llhttp_t *ll, const char *p, size_t n)
 
 	if (h->phase == PH_TRAILER)
 		return 0;
-	if (!h->in_span && fields_grow(h) == -1)
+	if (!h->arena.in_span && fields_grow(h) == -1)
 		return -1;
-	return arena_span(h, &h->pos[h->nfields].name, p, n);
+	return mem(h, arena_span(&h->arena, &h->pos[h->nfields].name, p, n));
 }
 
 static enum kind
@@ -379,13 +331,13 @@ cb_field_complete(llhttp_t *ll)
 
 	if (h->phase == PH_TRAILER)
 		return 0;
-	if (!h->in_span && fields_grow(h) == -1)
+	if (!h->arena.in_span && fields_grow(h) == -1)
 		return -1;
 	fp = &h->pos[h->nfields];
-	if (arena_close(h, &fp->name) == -1)
+	if (mem(h, arena_close(&h->arena, &fp->name)) == -1)
 		return -1;
-	h->fields[h->nfields].name_len = h->len - 1 - fp->name;
-	h->kind = field_kind(h->buf + fp->name);
+	h->fields[h->nfields].name_len = h->arena.len - 1 - fp->name;
+	h->kind = field_kind(h->arena.buf + fp->name);
 	return field_count(h);
 }
 
@@ -396,7 +348,7 @@ cb_value(llhttp_t *ll, const char *p, size_t n)
 
 	if (h->phase == PH_TRAILER)
 		return 0;
-	return arena_span(h, &h->pos[h->nfields].value, p, n);
+	return mem(h, arena_span(&h->arena, &h->pos[h->nfields].value, p, n));
 }
 
 /* Per-field checks on the value, once it is whole and trimmed. */
@@ -429,25 +381,15 @@ cb_value_complete(llhttp_t *ll)
 {
 	struct http1	*h = ll->data;
 	struct fieldpos	*fp;
-	size_t		 end;
 
 	if (h->phase == PH_TRAILER)
 		return 0;
 	fp = &h->pos[h->nfields];
-	if (!h->in_span)
-		fp->value = h->len;
-	h->in_span = 0;
-	end = h->len;
-	while (end > fp->value && tchar_is_ows(h->buf[end - 1]))
-		end--;
-	while (fp->value < end && tchar_is_ows(h->buf[fp->value]))
-		fp->value++;
-	h->len = end;
-	if (arena_add(h, "", 1) == -1)
+	if (mem(h, arena_close_trim(&h->arena, &fp->value)) == -1)
 		return -1;
-	h->fields[h->nfields].value_len = end - fp->value;
+	h->fields[h->nfields].value_len = h->arena.len - 1 - fp->value;
 	h->nfields++;
-	return value_check(h, h->buf + fp->value);
+	return value_check(h, h->arena.buf + fp->value);
 }
 
 /* The semantic checks llhttp leaves to us, once all fields are known. */
@@ -458,7 +400,7 @@ head_check(struct http1 *h)
 
 	if (http1_scan_minor(&h->scan) == 1 && h->nhost == 0)
 		return fail(h, 400, "missing Host");
-	if (h->nhost != 0 && !http1_host_valid(h->buf +
+	if (h->nhost != 0 && !http1_host_valid(h->arena.buf +
 	    h->pos[h->host_idx].value, h->fields[h->host_idx].value_len))
 		return fail(h, 400, "invalid Host");
 	if (h->nte != 0 && !(ll->flags & F_CHUNKED))
@@ -481,11 +423,11 @@ head_build(struct http1 *h)
 	unsigned		 i;
 
 	for (i = 0; i < h->nfields; i++) {
-		h->fields[i].name = h->buf + h->pos[i].name;
-		h->fields[i].value = h->buf + h->pos[i].value;
+		h->fields[i].name = h->arena.buf + h->pos[i].name;
+		h->fields[i].value = h->arena.buf + h->pos[i].value;
 	}
-	r->method = h->buf + h->method_off;
-	r->target = h->buf + h->target_off;
+	r->method = h->arena.buf + h->method_off;
+	r->target = h->arena.buf + h->target_off;
 	r->path_len = strcspn(r->target, "?");
 	r->major = http1_scan_major(&h->scan);
 	r->minor = http1_scan_minor(&h->scan);
@@ -495,7 +437,7 @@ head_build(struct http1 *h)
 	r->host_len = 0;
 	if (h->absolute) {
 		/* RFC 9112 3.2.2: the authority replaces Host. */
-		r->host = h->buf + h->auth_off;
+		r->host = h->arena.buf + h->auth_off;
 		r->host_len = h->auth_len;
 	} else if (h->nhost != 0) {
 		r->host = h->fields[h->host_idx].value;
@@ -738,11 +680,10 @@ msg_reset(struct http1 *h)
 {
 	h->phase = PH_HEAD;
 	http1_scan_head(&h->scan);
-	h->len = 0;
+	arena_reset(&h->arena);
 	h->method_off = h->target_off = 0;
 	h->auth_off = h->auth_len = 0;
 	h->absolute = 0;
-	h->in_span = 0;
 	h->nfields = 0;
 	h->kind = K_OTHER;
 	h->nhost = h->host_idx = h->ncl = h->nte = 0;
@@ -788,7 +729,7 @@ http1_free(struct http1 *h)
 {
 	if (h == NULL)
 		return;
-	free(h->buf);
+	arena_free(&h->arena);
 	free(h->fields);
 	free(h->pos);
 	free(h);

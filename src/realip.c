@@ -11,8 +11,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 
+#include "hfield.h"
 #include "http1.h"
 #include "realip.h"
 
@@ -139,8 +139,8 @@ realip_client(const struct realip_cidr *list, size_t n,
 
 	/* Repeated fields are one list, in order (RFC 9110 5.3). */
 	for (i = r->nfields; i-- > 0; ) {
-		if (r->fields[i].name_len != 15 ||
-		    strcasecmp(r->fields[i].name, "x-forwarded-for") != 0)
+		if (!hfield_name_is(r->fields[i].name, r->fields[i].name_len,
+		    "x-forwarded-for"))
 			continue;
 		end = r->fields[i].value_len;
 		while (end > 0) {

@@ -4,10 +4,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 
 #include <event2/buffer.h>
 
+#include "hfield.h"
 #include "resp.h"
 #include "tchar.h"
 #include "wire.h"
@@ -105,40 +105,6 @@ resp_reason(int status)
 	    "Server Error";
 }
 
-int
-resp_is_hop_by_hop(const char *name, size_t len)
-{
-	/* By length first: most fields are rejected without a compare. */
-	switch (len) {
-	case 2:
-		return strncasecmp(name, "te", 2) == 0;
-	case 7:
-		return strncasecmp(name, "trailer", 7) == 0 ||
-		    strncasecmp(name, "upgrade", 7) == 0;
-	case 10:
-		return strncasecmp(name, "connection", 10) == 0 ||
-		    strncasecmp(name, "keep-alive", 10) == 0;
-	case 16:
-		return strncasecmp(name, "proxy-connection", 16) == 0;
-	case 17:
-		return strncasecmp(name, "transfer-encoding", 17) == 0;
-	case 18:
-		return strncasecmp(name, "proxy-authenticate", 18) == 0;
-	case 19:
-		return strncasecmp(name, "proxy-authorization", 19) == 0;
-	default:
-		return 0;
-	}
-}
-
-static int
-resp_field_is(const struct wire_field *f, const char *name)
-{
-	size_t n = strlen(name);
-
-	return f->name.len == n && strncasecmp(f->name.p, name, n) == 0;
-}
-
 int64_t
 resp_content_length(const struct wire_field *f, unsigned n)
 {
@@ -147,7 +113,8 @@ resp_content_length(const struct wire_field *f, unsigned n)
 	size_t k;
 
 	for (i = 0; i < n; i++) {
-		if (!resp_field_is(&f[i], "content-length"))
+		if (!hfield_name_is(f[i].name.p, f[i].name.len,
+		    "content-length"))
 			continue;
 		if (f[i].value.len == 0 || f[i].value.len > 18)
 			return -2;
@@ -207,10 +174,11 @@ resp_head(struct evbuffer *out, int minor, int status,
 	resp_put(&b, reason, rlen);
 	resp_put(&b, "\r\n", 2);
 	for (i = 0; i < n; i++) {
-		if (resp_is_hop_by_hop(f[i].name.p, f[i].name.len) ||
-		    resp_field_is(&f[i], "content-length"))
+		if (hfield_hop_by_hop(f[i].name.p, f[i].name.len) ||
+		    hfield_name_is(f[i].name.p, f[i].name.len,
+		    "content-length"))
 			continue;
-		if (resp_field_is(&f[i], "x-request-id"))
+		if (hfield_name_is(f[i].name.p, f[i].name.len, "x-request-id"))
 			have_rid = 1;
 		resp_put(&b, f[i].name.p, f[i].name.len);
 		resp_put(&b, ": ", 2);

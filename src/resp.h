@@ -19,8 +19,6 @@ enum resp_framing {
 };
 
 const char	*resp_reason(int status);
-/* A hop-by-hop header that a proxy must not forward (RFC 9110 7.6.1). */
-int		 resp_is_hop_by_hop(const char *name, size_t len);
 /*
  * Status line and headers from a replica's RESPONSE: hop-by-hop fields are
  * dropped, Content-Length is kept (and returned in *clen, else -1),

@@ -9,7 +9,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 #include <sys/uio.h>
 
 #include <event2/buffer.h>
@@ -17,8 +16,8 @@
 #include <event2/event_struct.h>
 
 #include "deadline.h"
+#include "hfield.h"
 #include "http1.h"
-#include "resp.h"
 #include "stream.h"
 #include "wire.h"
 #include "wctx.h"
@@ -227,31 +226,6 @@ stream_body_end(struct stream *s)
 	}
 }
 
-/* Names listed in the Connection header are hop-by-hop too. */
-static int
-stream_conn_listed(const char *conn, size_t clen, const char *name,
-    size_t len)
-{
-	const char *p = conn, *e = conn + clen, *t;
-
-	while (p < e) {
-		while (p < e && (*p == ' ' || *p == '\t' || *p == ','))
-			p++;
-		t = p;
-		while (p < e && *p != ',' && *p != ' ' && *p != '\t')
-			p++;
-		if ((size_t)(p - t) == len && strncasecmp(t, name, len) == 0)
-			return 1;
-	}
-	return 0;
-}
-
-static int
-stream_name_is(const struct http1_field *f, const char *name, size_t len)
-{
-	return f->name_len == len && strncasecmp(f->name, name, len) == 0;
-}
-
 static void
 stream_str(struct wire_str *ws, const char *p, size_t len)
 {
@@ -259,87 +233,54 @@ stream_str(struct wire_str *ws, const char *p, size_t len)
 	ws->len = len;
 }
 
-/*
- * The REQUEST head: the client's end-to-end fields, minus hop-by-hop ones
- * and the ones we set ourselves (X-Forwarded-*, X-Request-Id travels in
- * its own field), plus X-Forwarded-For (appended to the client's) and
- * X-Forwarded-Proto.
- */
+/* hfield's view of the HTTP/1 parser's fields. */
+static void
+stream_field_get(const void *src, unsigned i, struct hfield *out)
+{
+	const struct http1_field *f = (const struct http1_field *)src + i;
+
+	out->name = f->name;
+	out->name_len = f->name_len;
+	out->value = f->value;
+	out->value_len = f->value_len;
+}
+
+/* The forwarded fields, collected into the REQUEST's field array. */
+struct stream_fields {
+	struct wire_field fields[WIRE_MAX_FIELDS];
+	unsigned	 n;
+};
+
+static void
+stream_field_put(void *arg, const struct hfield *f)
+{
+	struct stream_fields *sf = arg;
+
+	stream_str(&sf->fields[sf->n].name, f->name, f->name_len);
+	stream_str(&sf->fields[sf->n++].value, f->value, f->value_len);
+}
+
+/* The REQUEST head: the fields hfield_forward picks, and our own. */
 int
 stream_encode(struct stream *s, uint32_t id, struct evbuffer *out)
 {
 	const struct http1_request *r = s->info.req;
-	struct wire_field fields[WIRE_MAX_FIELDS];
+	struct stream_fields sf;
+	struct hfield_req hr = { stream_field_get, r->fields, r->nfields,
+	    r->host, r->host_len, s->info.client_addr, "http" };
+	struct hfield_out ho;
 	struct wire_request wr;
 	struct evbuffer_iovec iov;
-	char *xff = NULL, xffbuf[256];
-	const char *prev = NULL, *conn = NULL;
-	size_t prevlen = 0, connlen = 0, size, n, xfflen;
-	unsigned i, nf = 0, room;
+	size_t size, n;
 	uint8_t flags = 0;
-	int rv = -1, host_sent = 0;	/* -1: one to come; 1: sent */
+	int rv = -1;
 
-	for (i = 0; i < r->nfields; i++) {
-		if (stream_name_is(&r->fields[i], "connection", 10)) {
-			conn = r->fields[i].value;
-			connlen = r->fields[i].value_len;
-		} else if (stream_name_is(&r->fields[i], "host", 4))
-			host_sent = -1;		/* sent in its place */
-	}
-	/* Room for X-Forwarded-For, -Proto and a Host we add. */
-	room = WIRE_MAX_FIELDS - 2 - (host_sent == 0 && r->host != NULL);
-	for (i = 0; i < r->nfields && nf < room; i++) {
-		const struct http1_field *f = &r->fields[i];
-
-		if (stream_name_is(f, "x-forwarded-for", 15)) {
-			prev = f->value;
-			prevlen = f->value_len;
-			continue;
-		}
-		if (resp_is_hop_by_hop(f->name, f->name_len) ||
-		    stream_name_is(f, "x-forwarded-proto", 17) ||
-		    stream_name_is(f, "x-request-id", 12) ||
-		    (conn != NULL && stream_conn_listed(conn, connlen, f->name,
-		    f->name_len)))
-			continue;
-		/* r->host: an absolute-form authority replaces Host. */
-		if (stream_name_is(f, "host", 4)) {
-			if (host_sent != 1 && r->host != NULL) {
-				stream_str(&fields[nf].name, f->name, 4);
-				stream_str(&fields[nf++].value, r->host,
-				    r->host_len);
-			}
-			host_sent = 1;
-			continue;
-		}
-		stream_str(&fields[nf].name, f->name, f->name_len);
-		stream_str(&fields[nf].value, f->value, f->value_len);
-		nf++;
-	}
-	if (host_sent == 0 && r->host != NULL) {	/* HTTP/1.0 absolute-form */
-		stream_str(&fields[nf].name, "host", 4);
-		stream_str(&fields[nf++].value, r->host, r->host_len);
-	}
-	xfflen = prevlen + strlen(s->info.client_addr) + 3;
-	if (xfflen <= sizeof(xffbuf))
-		xff = xffbuf;
-	else if ((xff = malloc(xfflen)) == NULL)
+	sf.n = 0;
+	ho.emit = stream_field_put;
+	ho.arg = &sf;
+	ho.max = WIRE_MAX_FIELDS;
+	if (hfield_forward(&hr, &ho) == -1)
 		return -1;
-	/* "previous, client" or "client" */
-	n = strlen(s->info.client_addr);
-	xfflen = 0;
-	if (prev != NULL) {
-		memcpy(xff, prev, prevlen);
-		memcpy(xff + prevlen, ", ", 2);
-		xfflen = prevlen + 2;
-	}
-	memcpy(xff + xfflen, s->info.client_addr, n);
-	xfflen += n;
-	stream_str(&fields[nf].name, "x-forwarded-for", 15);
-	stream_str(&fields[nf++].value, xff, xfflen);
-	stream_str(&fields[nf].name, "x-forwarded-proto", 17);
-	stream_str(&fields[nf++].value, "http", 4);
-
 	memset(&wr, 0, sizeof(wr));
 	stream_str(&wr.method, r->method, r->method_len);
 	stream_str(&wr.target, s->info.target, s->info.target_len);
@@ -348,8 +289,8 @@ stream_encode(struct stream *s, uint32_t id, struct evbuffer *out)
 	stream_str(&wr.request_id, s->info.request_id,
 	    strlen(s->info.request_id));
 	wr.deadline_ms = (uint32_t)(s->info.timeout * 1000);
-	wr.fields = fields;
-	wr.nfields = nf;
+	wr.fields = sf.fields;
+	wr.nfields = sf.n;
 	if (!r->has_body) {
 		flags = WIRE_FLAG_END;
 		s->end_sent = 1;
@@ -363,8 +304,7 @@ stream_encode(struct stream *s, uint32_t id, struct evbuffer *out)
 	evbuffer_commit_space(out, &iov, 1);
 	rv = 0;
 done:
-	if (xff != xffbuf)
-		free(xff);
+	hfield_out_free(&ho);
 	return rv;
 }
 

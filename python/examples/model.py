@@ -78,7 +78,8 @@ class Model:
             time.sleep(extra_ms / 1000.0)  # "reading weights"
         self.info.update(loaded_at=time.time(),
                          load_ms=round((time.monotonic() - t0) * 1000, 1),
-                         labels=sorted(self.priors), vocabulary=len(self.vocab))
+                         labels=sorted(self.priors),
+                         vocabulary=len(self.vocab))
 
     def warm(self):
         """Run the model before the first real request does."""
@@ -93,8 +94,9 @@ class Model:
         scores = {}
         for label, prior in self.priors.items():
             c, total = self.counts[label], self.totals[label]
-            scores[label] = prior + sum(math.log((c.get(w, 0) + 1.0) /
-                                                 (total + v)) for w in words(text))
+            scores[label] = prior + sum(
+                math.log((c.get(w, 0) + 1.0) / (total + v))
+                for w in words(text))
         top = max(scores.values())
         z = sum(math.exp(s - top) for s in scores.values())
         probs = {k: round(math.exp(s - top) / z, 4)

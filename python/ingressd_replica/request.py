@@ -108,10 +108,11 @@ class Request:
     ingressd abandoned the stream (a sync handler may poll it)."""
 
     __slots__ = ("method", "target", "path", "query", "headers",
-                 "deployment", "request_id", "deadline_ms", "stream", "replica",
-                 "replica_id",
+                 "deployment", "request_id", "deadline_ms", "stream",
+                 "replica", "replica_id",
                  "conn_pings", "cancelled", "_conn", "_chunks", "_in_done",
-                 "_waiter", "_data", "_args", "_task", "_out_head", "_out_done",
+                 "_waiter", "_data", "_args", "_task", "_out_head",
+                 "_out_done",
                  "_body_len", "_recv_credit", "_unacked", "_send_credit",
                  "_credit_waiter")
 

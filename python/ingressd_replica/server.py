@@ -335,7 +335,8 @@ class _Conn(asyncio.Protocol):
         if not self.closing and not self.goaway_sent:
             self.goaway_sent = True
             self.write(wire.encode_goaway(self.last_stream,
-                                          wire.CODE_SHUTDOWN, b"shutting down"))
+                                          wire.CODE_SHUTDOWN,
+                                          b"shutting down"))
 
     def protocol_error(self, why):
         log.warning("protocol error from ingressd: %s", why)
@@ -408,11 +409,14 @@ class Replica:
                         ("deployment name", self.deployment)):
             if len(v.encode()) > wire.MAX_NAME:
                 raise ConfigError("%s too long" % what)
-        self.max_concurrency = _number("max concurrency",
-                                       max_concurrency if max_concurrency is not None else
-                                       opts["maxc"], 1, 0xffffffff, DEFAULT_MAX_CONCURRENCY)
-        self.drain_ms = _number("drain ms", drain_ms if drain_ms is not
-                                None else opts["drain"], 0, 3600 * 1000, DEFAULT_DRAIN_MS)
+        if max_concurrency is None:
+            max_concurrency = opts["maxc"]
+        self.max_concurrency = _number("max concurrency", max_concurrency,
+                                       1, 0xffffffff, DEFAULT_MAX_CONCURRENCY)
+        if drain_ms is None:
+            drain_ms = opts["drain"]
+        self.drain_ms = _number("drain ms", drain_ms, 0, 3600 * 1000,
+                                DEFAULT_DRAIN_MS)
         self.threads = _number("threads", threads if threads is not None
                                else opts["threads"], 1, 4096, None)
         self.address = None  # as bound, once started
@@ -426,7 +430,8 @@ class Replica:
         self._busy_threads = 0
         self._busy_lock = threading.Lock()
         self._hello_frame = wire.encode_hello(self.max_concurrency,
-                                              self.deployment.encode(), self.replica_id.encode())
+                                              self.deployment.encode(),
+                                              self.replica_id.encode())
         self._stop = None
         self._force = None
         self._drained = None
@@ -498,9 +503,9 @@ class Replica:
         if self.active:
             waits = [asyncio.ensure_future(self._drained.wait()),
                      asyncio.ensure_future(self._force.wait())]
-            done, pending = await asyncio.wait(waits,
-                                               timeout=self.drain_ms / 1000.0,
-                                               return_when=asyncio.FIRST_COMPLETED)
+            done, pending = await asyncio.wait(
+                waits, timeout=self.drain_ms / 1000.0,
+                return_when=asyncio.FIRST_COMPLETED)
             for w in pending:
                 w.cancel()
             if self.active:
@@ -570,8 +575,8 @@ class Replica:
         if self._pool is None:
             self._pool = concurrent.futures.ThreadPoolExecutor(
                 self.threads, thread_name_prefix="replica")
-        return self.loop.run_in_executor(self._pool,
-                                         functools.partial(self._pool_call, fn, *args))
+        return self.loop.run_in_executor(
+            self._pool, functools.partial(self._pool_call, fn, *args))
 
     def _pool_call(self, fn, *args):
         with self._busy_lock:
@@ -738,8 +743,9 @@ class Replica:
                 return
             k = min(n - off, req._send_credit, wire.MAX_DATA)
             last = end and off + k == n
-            conn.writelist([wire.encode_header(k, wire.DATA,
-                                               wire.FLAG_END if last else 0, req.stream),
+            flags = wire.FLAG_END if last else 0
+            conn.writelist([wire.encode_header(k, wire.DATA, flags,
+                                               req.stream),
                             view[off:off + k] if k < n else data])
             req._send_credit -= k
             off += k
@@ -752,7 +758,6 @@ class Replica:
             req._out_done = True
 
     async def _stream_async(self, req, body):
-        conn = req._conn
         try:
             async for chunk in body:
                 await self._send_body(req, _chunk_bytes(chunk))
@@ -764,7 +769,6 @@ class Replica:
     async def _stream_sync(self, req, it):
         """A sync iterator (a generator, say) may block: next() runs
         in the thread pool."""
-        conn = req._conn
         try:
             while True:
                 chunk = await self._in_pool(next, it, _NO_MORE)
@@ -790,8 +794,8 @@ def _fixed_body(body):
     if isinstance(body, str):
         return "text/plain; charset=utf-8", body.encode("utf-8")
     if isinstance(body, (dict, list)):
-        return "application/json", json.dumps(body,
-                                              separators=(",", ":")).encode("utf-8")
+        return "application/json", json.dumps(
+            body, separators=(",", ":")).encode("utf-8")
     return None, None
 
 

@@ -394,8 +394,8 @@ def _b(s):
 def _str(s, wide, limit, nonempty, what):
     s = _b(s)
     if len(s) > limit or (nonempty and not s):
-        raise ValueError("%s: %d bytes, not within %s..%d" % (what,
-                                                              len(s), "1" if nonempty else "0", limit))
+        raise ValueError("%s: %d bytes, not within %s..%d"
+                         % (what, len(s), "1" if nonempty else "0", limit))
     return (_U16.pack(len(s)) if wide else bytes((len(s),))) + s
 
 

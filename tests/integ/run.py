@@ -20,10 +20,8 @@ Files are named test_AREA_TOPIC.py, so `-k test_AREA_` runs an area:
 	hostile     clients that attack: limits, slow clients, smuggling
 	resilience  replicas that fail: crashes, restarts, deadlines, flow
 	            control, protocol errors
-	ops         the operator's side: CLI, stop, reload, logs, metrics,
-	            sd_notify
-(test_admin.py and test_confcheck.py are still to become ops_admin and
-ops_confcheck.)
+	ops         the operator's side: CLI, admin API, conf check, stop,
+	            reload, logs, metrics, sd_notify
 """
 
 import argparse

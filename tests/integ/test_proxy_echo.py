@@ -205,6 +205,17 @@ class Echo(unittest.TestCase):
 			self.assertEqual(h.get("x-forwarded-for"), "127.0.0.1")
 			self.assertEqual(h.get("x-forwarded-proto"), "http")
 
+	def test_forwarded_for_repeated_joined(self):
+		# RFC 9110 5.3: repeated fields are one list; none is lost.
+		hdrs = [("X-Forwarded-For", "10.1.2.3"),
+		    ("X-Forwarded-For", "10.4.5.6, 10.7.8.9")]
+		with Daemon() as d:
+			r = d.request("GET", "/echo/xff", hdrs)
+			self.assertEqual(r.status, 200, r)
+			h = r.json()["headers"]
+			self.assertEqual(h.get("x-forwarded-for"),
+			    "10.1.2.3, 10.4.5.6, 10.7.8.9, 127.0.0.1", h)
+
 	def test_upgrade_header_not_passed(self):
 		# Upgrade without "Connection: upgrade" is no upgrade request,
 		# but the header is still hop-by-hop.

@@ -105,29 +105,6 @@ START_TEST(test_reason)
 }
 END_TEST
 
-START_TEST(test_hop_by_hop)
-{
-	static const char *hop[] = { "connection", "Connection", "KEEP-ALIVE",
-	    "te", "TE", "trailer", "upgrade", "proxy-connection",
-	    "transfer-encoding", "Transfer-Encoding", "proxy-authenticate",
-	    "proxy-authorization" };
-	static const char *end2end[] = { "content-length", "content-type",
-	    "t", "tex", "trailers", "upgrade-insecure-requests", "connectio",
-	    "connection-x", "x-connection", "keep-alive2", "host", "" };
-	size_t i;
-
-	for (i = 0; i < sizeof hop / sizeof hop[0]; i++)
-		ck_assert_msg(resp_is_hop_by_hop(hop[i], strlen(hop[i])),
-		    "%s", hop[i]);
-	for (i = 0; i < sizeof end2end / sizeof end2end[0]; i++)
-		ck_assert_msg(!resp_is_hop_by_hop(end2end[i],
-		    strlen(end2end[i])), "%s", end2end[i]);
-	/* Only len bytes count: a prefix of a longer buffer. */
-	ck_assert(resp_is_hop_by_hop("te-extra", 2));
-	ck_assert(!resp_is_hop_by_hop("connection", 9));
-}
-END_TEST
-
 START_TEST(test_content_length)
 {
 	struct wire_field f[3];
@@ -468,7 +445,6 @@ resp_suite(void)
 
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_add_test(tc, test_reason);
-	tcase_add_test(tc, test_hop_by_hop);
 	tcase_add_test(tc, test_content_length);
 	tcase_add_test(tc, test_head_length);
 	tcase_add_test(tc, test_head_chunked);

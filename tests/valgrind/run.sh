@@ -43,7 +43,8 @@ chmod 755 "$VG/ingressd"
 if [ $# -eq 0 ]; then
 	set -- -k test_proxy_echo -k test_http_ -k test_names \
 	    -k test_proxy_streaming -k test_resilience_failover.Supervisor \
-	    -k test_ops_stop.SignalStop -k test_admin -k test_hostile_smuggling \
+	    -k test_ops_stop.SignalStop -k test_ops_admin -k test_admin \
+	    -k test_hostile_smuggling \
 	    -k test_hostile_limits -k test_body_stall -k never_read
 fi
 
