@@ -294,15 +294,87 @@ def decode_ping(f):
 
 
 def decode_request(f):
-    c = _Cur(f.payload)
-    method = c.string(False, _STR8_MAX, True)
-    target = c.string(True, _STR16_MAX, True)
-    dep = c.string(False, MAX_NAME, False)
-    rid = c.string(False, _STR8_MAX, False)
-    deadline = c.u32()
-    fields = c.fields()
-    c.done()
-    return RequestHead(method, target, dep, rid, deadline, fields)
+    method, target, dep, rid, deadline, fields = request_text(
+        f.payload, 0, f.length)
+    return RequestHead(method.encode("latin-1"), target.encode("latin-1"),
+                       dep.encode("latin-1"), rid.encode("latin-1"),
+                       deadline, [(k.encode("latin-1"), v.encode("latin-1"))
+                                  for k, v in fields])
+
+
+def request_text(buf, start, n):
+    """The REQUEST payload at buf[start:start + n], its strings decoded
+    as Latin-1: (method, target, deployment, request_id, deadline_ms,
+    [(name, value)...]).  The replica's hot path: the payload is decoded
+    once and the strings are slices of it (Latin-1 maps byte i to
+    character i, so byte offsets are string offsets); lengths are read
+    from buf.  wire.c's checks, in its order (see _Cur)."""
+    s = str(buf[start:start + n], "latin-1")
+    b, o = buf, start
+    if n < 1:
+        raise WireError("E_SHORT")
+    ln = b[o]
+    i = 1
+    if n - i < ln:
+        raise WireError("E_SHORT")
+    if ln == 0:
+        raise WireError("E_EMPTY")
+    method = s[i:i + ln]
+    i += ln
+    if n - i < 2:
+        raise WireError("E_SHORT")
+    ln = (b[o + i] << 8) | b[o + i + 1]
+    i += 2
+    if n - i < ln:
+        raise WireError("E_SHORT")
+    if ln == 0:
+        raise WireError("E_EMPTY")
+    target = s[i:i + ln]
+    i += ln
+    out = [method, target]
+    for _ in (0, 1):  # deployment, request id: str8, may be empty
+        if n - i < 1:
+            raise WireError("E_SHORT")
+        ln = b[o + i]
+        i += 1
+        if n - i < ln:
+            raise WireError("E_SHORT")
+        out.append(s[i:i + ln])
+        i += ln
+    if n - i < 4:
+        raise WireError("E_SHORT")
+    out.append(_U32.unpack_from(b, o + i)[0])
+    i += 4
+    if n - i < 2:
+        raise WireError("E_SHORT")
+    count = (b[o + i] << 8) | b[o + i + 1]
+    i += 2
+    if count > MAX_FIELDS:
+        raise WireError("E_LIMIT")
+    fields = []
+    for _ in range(count):
+        if i >= n:
+            raise WireError("E_SHORT")
+        ln = b[o + i]
+        i += 1
+        if n - i < ln:
+            raise WireError("E_SHORT")
+        if ln == 0:
+            raise WireError("E_EMPTY")
+        name = s[i:i + ln]
+        i += ln
+        if n - i < 2:
+            raise WireError("E_SHORT")
+        lv = (b[o + i] << 8) | b[o + i + 1]
+        i += 2
+        if n - i < lv:
+            raise WireError("E_SHORT")
+        fields.append((name, s[i:i + lv]))
+        i += lv
+    if i != n:
+        raise WireError("E_TRAILING")
+    out.append(fields)
+    return out
 
 
 def decode_response(f):
@@ -458,6 +530,37 @@ def encode_response(stream, status, fields=(), flags=0):
         fields = list(fields)
     return _frame(RESPONSE, _flags(flags), _stream(stream),
                   _U16.pack(status) + _fields(fields))
+
+
+_STATUS_COUNT = struct.Struct(">HH")
+_CTYPE_FIELDS = {}  # content type -> its encoded field
+
+
+def response_with_body(stream, status, ctype, data):
+    """RESPONSE (status; content-type ctype unless None, content-length)
+    and the whole body as one DATA with FLAG_END, as one bytes: the
+    common answer in one write.  data is 1..MAX_DATA bytes; status must
+    allow a body (not 1xx, 204, 304)."""
+    if not isinstance(status, int) or status < 100 or status > 999:
+        raise ValueError("status %r not in 100..999" % (status,))
+    n = len(data)
+    cl = b"%d" % n
+    if ctype is None:
+        nf, ct = 1, b""
+    else:
+        nf, ct = 2, _CTYPE_FIELDS.get(ctype)
+        if ct is None:
+            v = _b(ctype)
+            if len(v) > _STR16_MAX:
+                raise ValueError("content type too long")
+            ct = b"\x0ccontent-type" + _U16.pack(len(v)) + v
+            if len(_CTYPE_FIELDS) < 64:
+                _CTYPE_FIELDS[ctype] = ct
+    plen = 4 + len(ct) + 17 + len(cl)
+    return b"".join((_HDR.pack(plen, RESPONSE, 0, 0, _stream(stream)),
+                     _STATUS_COUNT.pack(status, nf), ct,
+                     b"\x0econtent-length\x00", bytes((len(cl),)), cl,
+                     _HDR.pack(n, DATA, FLAG_END, 0, stream), data))
 
 
 def encode_data(stream, data, flags=0):
