@@ -55,6 +55,8 @@ DEFAULT_MAX_CONCURRENCY = 1024
 DEFAULT_DRAIN_MS = 2000
 _NO_MORE = object()  # end of a sync iterator, from the pool
 _HDR_UNPACK = wire._HDR.unpack_from
+_PLAIN = frozenset((str, bytes, dict, list, tuple, type(None)))
+_json = json.JSONEncoder(separators=(",", ":")).encode
 
 
 class ConfigError(ValueError):
@@ -624,9 +626,12 @@ class Replica:
             else:
                 await req.body()
                 result = await self._in_pool(self.handler, req)
-            if inspect.isawaitable(result):
+            if type(result) not in _PLAIN and inspect.isawaitable(result):
                 result = await result
-            await self._respond(req, result)
+            if not self._respond_now(req, result):
+                await self._respond(req, result)
+            elif req._conn._wpaused:
+                await req._conn.drain()
         except asyncio.CancelledError:
             if req.cancelled or req._conn.closing:
                 return  # nothing more may be sent
@@ -660,6 +665,44 @@ class Replica:
         req._out_done = True
         conn.write(wire.encode_error(req.stream, wire.CODE_INTERNAL,
                                      why.encode("utf-8", "replace")))
+
+    def _respond_now(self, req, result):
+        """The usual answer without a coroutine: a fixed body of at most
+        one DATA frame within the stream's credit, no headers of the
+        handler's, RESPONSE and DATA encoded as one write.  False when
+        _respond() must do it (the caller then drains, as _respond
+        does)."""
+        if type(result) is tuple:
+            if len(result) == 2:
+                status, body = result
+            elif len(result) == 3 and result[1] is None:
+                status, _, body = result
+            else:
+                return False
+        else:
+            status, body = 200, result
+        kind = type(body)
+        if kind is str:
+            ctype, data = "text/plain; charset=utf-8", body.encode("utf-8")
+        elif kind is bytes:
+            ctype, data = "application/octet-stream", body
+        elif kind is dict or kind is list:
+            ctype, data = "application/json", _json(body).encode("utf-8")
+        else:
+            return False
+        n = len(data)
+        if not 0 < n <= min(req._send_credit, wire.MAX_DATA) or \
+                status in (204, 304) or type(status) is not int or \
+                status < 200:
+            return False
+        conn = req._conn
+        if req.cancelled or conn.closing:
+            return True
+        out = wire.response_with_body(req.stream, status, ctype, data)
+        req._out_head = req._out_done = True
+        req._send_credit -= n
+        conn.write(out)
+        return True
 
     async def _respond(self, req, result):
         status, headers, body = 200, None, result
