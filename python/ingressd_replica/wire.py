@@ -304,73 +304,55 @@ def decode_request(f):
 
 def request_text(buf, start, n):
     """The REQUEST payload at buf[start:start + n], its strings decoded
-    as Latin-1: (method, target, deployment, request_id, deadline_ms,
-    [(name, value)...]).  The replica's hot path: the payload is decoded
-    once and the strings are slices of it (Latin-1 maps byte i to
-    character i, so byte offsets are string offsets); lengths are read
-    from buf.  wire.c's checks, in its order (see _Cur)."""
-    s = str(buf[start:start + n], "latin-1")
-    b, o = buf, start
-    if n < 1:
-        raise WireError("E_SHORT")
-    ln = b[o]
-    i = 1
-    if n - i < ln:
-        raise WireError("E_SHORT")
-    if ln == 0:
-        raise WireError("E_EMPTY")
-    method = s[i:i + ln]
-    i += ln
-    if n - i < 2:
-        raise WireError("E_SHORT")
-    ln = (b[o + i] << 8) | b[o + i + 1]
-    i += 2
-    if n - i < ln:
-        raise WireError("E_SHORT")
-    if ln == 0:
-        raise WireError("E_EMPTY")
-    target = s[i:i + ln]
-    i += ln
-    out = [method, target]
-    for _ in (0, 1):  # deployment, request id: str8, may be empty
-        if n - i < 1:
-            raise WireError("E_SHORT")
-        ln = b[o + i]
-        i += 1
-        if n - i < ln:
-            raise WireError("E_SHORT")
-        out.append(s[i:i + ln])
-        i += ln
-    if n - i < 4:
-        raise WireError("E_SHORT")
-    out.append(_U32.unpack_from(b, o + i)[0])
-    i += 4
-    if n - i < 2:
-        raise WireError("E_SHORT")
-    count = (b[o + i] << 8) | b[o + i + 1]
-    i += 2
-    if count > MAX_FIELDS:
-        raise WireError("E_LIMIT")
-    fields = []
-    for _ in range(count):
-        if i >= n:
-            raise WireError("E_SHORT")
-        ln = b[o + i]
-        i += 1
-        if n - i < ln:
-            raise WireError("E_SHORT")
+    as Latin-1: [method, target, deployment, request_id, deadline_ms,
+    [(name, value)...]].  The replica's hot path: the payload is copied
+    and decoded once, and the strings are slices of it (Latin-1 maps
+    byte i to character i, so byte offsets are string offsets).
+    wire.c's checks, in its order (see _Cur): a length that runs past
+    the end is E_SHORT whichever check sees it first, and a zero length
+    can never run past it, so E_EMPTY is tested first here."""
+    p = bytes(buf[start:start + n])
+    s = p.decode("latin-1")
+    try:
+        ln = p[0]
         if ln == 0:
             raise WireError("E_EMPTY")
-        name = s[i:i + ln]
-        i += ln
-        if n - i < 2:
+        i = 1 + ln
+        lt = (p[i] << 8) | p[i + 1]
+        if i + 2 + lt > n:
             raise WireError("E_SHORT")
-        lv = (b[o + i] << 8) | b[o + i + 1]
+        if lt == 0:
+            raise WireError("E_EMPTY")
+        method = s[1:i]
         i += 2
-        if n - i < lv:
+        target = s[i:i + lt]
+        i += lt
+        ld = p[i]
+        j = i + 1 + ld
+        lr = p[j]
+        k = j + 1 + lr
+        if k + 6 > n:
             raise WireError("E_SHORT")
-        fields.append((name, s[i:i + lv]))
-        i += lv
+        out = [method, target, s[i + 1:j], s[j + 1:k],
+               _U32.unpack_from(p, k)[0]]
+        count = (p[k + 4] << 8) | p[k + 5]
+        if count > MAX_FIELDS:
+            raise WireError("E_LIMIT")
+        i = k + 6
+        fields = []
+        for _ in range(count):
+            ln = p[i]
+            if ln == 0:
+                raise WireError("E_EMPTY")
+            j = i + 1 + ln
+            lv = (p[j] << 8) | p[j + 1]
+            k = j + 2 + lv
+            if k > n:
+                raise WireError("E_SHORT")
+            fields.append((s[i + 1:j], s[j + 2:k]))
+            i = k
+    except IndexError:
+        raise WireError("E_SHORT") from None
     if i != n:
         raise WireError("E_TRAILING")
     out.append(fields)
@@ -532,19 +514,26 @@ def encode_response(stream, status, fields=(), flags=0):
                   _U16.pack(status) + _fields(fields))
 
 
-_STATUS_COUNT = struct.Struct(">HH")
+_RESPONSE_HEAD = struct.Struct(">IBBHIHH")  # header, status, nfields
 _CTYPE_FIELDS = {}  # content type -> its encoded field
+_LENGTH_FIELDS = {}  # body length -> its encoded content-length field
 
 
 def response_with_body(stream, status, ctype, data):
     """RESPONSE (status; content-type ctype unless None, content-length)
     and the whole body as one DATA with FLAG_END, as one bytes: the
-    common answer in one write.  data is 1..MAX_DATA bytes; status must
-    allow a body (not 1xx, 204, 304)."""
+    common answer in one write.  stream is one a REQUEST came on; data
+    is 1..MAX_DATA bytes; status must allow a body (not 1xx, 204,
+    304).  The encoded fields are cached: most answers repeat them."""
     if not isinstance(status, int) or status < 100 or status > 999:
         raise ValueError("status %r not in 100..999" % (status,))
     n = len(data)
-    cl = b"%d" % n
+    cl = _LENGTH_FIELDS.get(n)
+    if cl is None:
+        v = b"%d" % n
+        cl = b"\x0econtent-length\x00" + bytes((len(v),)) + v
+        if len(_LENGTH_FIELDS) < 4096:
+            _LENGTH_FIELDS[n] = cl
     if ctype is None:
         nf, ct = 1, b""
     else:
@@ -556,11 +545,10 @@ def response_with_body(stream, status, ctype, data):
             ct = b"\x0ccontent-type" + _U16.pack(len(v)) + v
             if len(_CTYPE_FIELDS) < 64:
                 _CTYPE_FIELDS[ctype] = ct
-    plen = 4 + len(ct) + 17 + len(cl)
-    return b"".join((_HDR.pack(plen, RESPONSE, 0, 0, _stream(stream)),
-                     _STATUS_COUNT.pack(status, nf), ct,
-                     b"\x0econtent-length\x00", bytes((len(cl),)), cl,
-                     _HDR.pack(n, DATA, FLAG_END, 0, stream), data))
+    return b"".join((_RESPONSE_HEAD.pack(4 + len(ct) + len(cl), RESPONSE,
+                                         0, 0, stream, status, nf),
+                     ct, cl, _HDR.pack(n, DATA, FLAG_END, 0, stream),
+                     data))
 
 
 def encode_data(stream, data, flags=0):
