@@ -6,32 +6,19 @@ is computed at once): for them a Task, its first call_soon, its done
 callback and a loop pass in between are pure overhead.  Python 3.12's eager
 task factory does the same; this is the >= 3.9 form of it.
 
-start(coro) steps the coroutine once, in the caller's context.  If it
-finished, that is the end.  If it yielded (an awaited Future, or None from
-a bare `await asyncio.sleep(0)`), resume(coro, yielded) is a coroutine for
-a Task that hands the yielded value to the Task as if the Task had stepped
-it itself, then passes every later send and throw (cancellation) through.
+The caller steps the coroutine once itself (coro.send(None)).  If that
+raised StopIteration, the coroutine finished and that is the end.  If it
+yielded (an awaited Future, or None from a bare `await asyncio.sleep(0)`),
+resume(coro, yielded) is a coroutine for a Task that hands the yielded value
+to the Task as if the Task had stepped it itself, then passes every later
+send and throw (cancellation) through.  The caller runs the first step in a
+copy of the context, as a Task would, and creates the Task in it.
 
 One visible difference, documented in python/README.md: until the first
 suspension there is no current task, so asyncio.current_task() is None and
 asyncio.timeout() or a TaskGroup opened before the first await raise
 RuntimeError.
 """
-
-_DONE = object()
-
-
-def start(coro):
-    """Step coro once: (_DONE, result) when it finished, else (yielded,
-    None) for resume().  Its exceptions propagate."""
-    try:
-        return coro.send(None), None
-    except StopIteration as e:
-        return _DONE, e.value
-
-
-def done(step):
-    return step[0] is _DONE
 
 
 class _Continue:

@@ -55,6 +55,7 @@ DEFAULT_MAX_CONCURRENCY = 1024
 DEFAULT_DRAIN_MS = 2000
 _NO_MORE = object()  # end of a sync iterator, from the pool
 _HDR_UNPACK = wire._HDR.unpack_from
+_REQUEST, _MAX_PAYLOAD = wire.REQUEST, wire.MAX_PAYLOAD
 _PLAIN = frozenset((str, bytes, dict, list, tuple, type(None)))
 _json = json.JSONEncoder(separators=(",", ":")).encode
 
@@ -160,10 +161,14 @@ class _Conn(asyncio.Protocol):
             with memoryview(buf) as mv:
                 while n - off >= wire.HEADER_SIZE:
                     length, ftype, flags, rsv, sid = unpack(buf, off)
-                    r = wire.check_header(length, ftype, flags, rsv, sid)
-                    if r is not wire.OK:
-                        raise wire.WireError(r, "%s header" %
-                                             wire.type_name(ftype))
+                    # A REQUEST passes check_header when this holds.
+                    if not (ftype == _REQUEST and flags <= 1 and sid and
+                            not rsv and length <= _MAX_PAYLOAD):
+                        r = wire.check_header(length, ftype, flags, rsv,
+                                              sid)
+                        if r is not wire.OK:
+                            raise wire.WireError(r, "%s header" %
+                                                 wire.type_name(ftype))
                     start = off + wire.HEADER_SIZE
                     if n - start < length:
                         self._need = wire.HEADER_SIZE + length
@@ -275,16 +280,16 @@ class _Conn(asyncio.Protocol):
     def _start(self, req):
         coro = self.r._run(req)
         try:
-            step = eager.start(coro)
+            yielded = coro.send(None)
+        except StopIteration:
+            self._finished(req)  # the usual case: no Task at all
+            return
         except Exception as e:
             self._finished(req)
             log.error("stream %d: %r", req.stream, e)
             return
-        if eager.done(step):
-            self._finished(req)
-            return
         req._task = task = self.loop.create_task(
-            eager.resume(coro, step[0]))
+            eager.resume(coro, yielded))
         task.add_done_callback(functools.partial(self._task_done, req))
         if req.cancelled:  # cancelled while it ran eagerly
             task.cancel()
@@ -320,7 +325,7 @@ class _Conn(asyncio.Protocol):
         r = self.r
         self.streams.pop(req.stream, None)
         req._out_done = True
-        req._discard()
+        req._chunks.clear()  # unread body bytes are dropped
         r.active -= 1
         if r.stopping and r.active == 0:
             r._drained.set()
