@@ -3,9 +3,14 @@
 A Replica listens on the address ingressd gave it and accepts any number of
 ingressd connections.  Each connection (_Conn, an asyncio.Protocol) sends
 its HELLO at once, answers PING with PONG from the read callback, and turns
-every REQUEST into a Request and a task running the handler, so many
-requests are in flight on one connection.  Frames a task writes are queued
-and written together when the loop next turns, one write for a batch.
+every REQUEST into a Request and runs the handler at once, from the frame
+dispatch: a handler that finishes without waiting never gets an asyncio
+Task; one that waits gets one then (eager.py), so many requests are in
+flight on one connection.  Frames are decoded where they lie in the bytes
+read (struct.unpack_from, one copy per payload).  What handlers write is
+queued and written when the loop next turns: one transport.write per
+connection per loop pass, for every request answered in it; the usual
+answer (a fixed body) is its RESPONSE and DATA encoded as one piece.
 
 Errors, at three levels:
   - the handler raises: RESPONSE 500 if nothing was sent yet, else ERROR
