@@ -16,13 +16,14 @@
 # handler, with --sdk DIR for py-before), build/replica-hello, plain_echo.py
 # --hello; py-http.server is left out.
 # wrk -t1 -cCONNS -dDURATION --latency runs the targets interleaved, A B C D,
-# for ROUNDS rounds (so before and after alternate).  Around each run the CPU time (utime+stime from
-# /proc/PID/stat) of the server processes is read: ingressd and the replica
-# for the first two, the server itself for the others.
+# for ROUNDS rounds (so before and after alternate: report medians).  Around
+# each run the CPU time (utime+stime from /proc/PID/stat) of the server
+# processes is read: ingressd and the replica for the replica targets, the
+# server itself for the others.
 #
 # Environment: ROUNDS (3), DURATION (wrk seconds, 5), CONNS (50), BUILD
-# (build), PYTHON (python3), APP (echo or hello), BEFORE (an SDK dir).  Needs build/ingressd and build/replica-echo
-# (make all) and wrk.  Only 127.0.0.1.  Every process started here is
+# (build), PYTHON (python3), APP (echo or hello), BEFORE (an SDK dir).
+# Needs build/ingressd, build/replica-echo or -hello (make all) and wrk.  Only 127.0.0.1.  Every process started here is
 # recorded and stopped by its pid on exit, and only those.
 # Output: a table on stdout, also in $BUILD/bench/python.md; what wrk
 # printed in $BUILD/bench/python-raw/.  Exit 1 if a target failed to start
@@ -314,7 +315,8 @@ for t in targets.split():
 	rows.append((t, rps, p50, p99, cpu, becpu, errs))
 
 base = {t: statistics.median(rps) for t, rps, *_ in rows if rps}
-print(("wrk -t1 -c%s -d%ss, GET " + os.environ.get("APP", "echo") + ", median of %d rounds "
+print(("wrk -t1 -c%s -d%ss, GET " + os.environ.get("APP", "echo") +
+    ", median of %d rounds "
     "(min-max); CPU = utime+stime per request of the server processes "
     "(total) and of the replica alone")
     % (conns, duration, rounds))
