@@ -247,6 +247,7 @@ pids_of() {
 # --- run ---
 
 HZ=$(getconf CLK_TCK)
+LOAD_BEFORE=$(cut -d' ' -f1-3 /proc/loadavg)
 : >"$RAW/runs.tsv"
 r=1
 while [ $r -le "$ROUNDS" ]; do
@@ -343,8 +344,8 @@ cat "$OUT/python.md"
 {
 	echo
 	echo "machine: $(nproc) CPUs, $(sed -n 's/^model name\s*: //p' \
-	    /proc/cpuinfo | head -1); load before: $(cut -d' ' -f1-3 \
-	    /proc/loadavg)"
+	    /proc/cpuinfo | head -1); load average before: $LOAD_BEFORE, after:\
+	    $(cut -d' ' -f1-3 /proc/loadavg)"
 	echo "python: $("$PY" --version 2>&1); raw output: $RAW"
 } | tee -a "$OUT/python.md"
 [ "$STATUS" -eq 0 ] || log "a run had errors (see $RAW)"
