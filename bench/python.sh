@@ -344,8 +344,9 @@ cat "$OUT/python.md"
 {
 	echo
 	echo "machine: $(nproc) CPUs, $(sed -n 's/^model name\s*: //p' \
-	    /proc/cpuinfo | head -1); load average before: $LOAD_BEFORE, after:\
-	    $(cut -d' ' -f1-3 /proc/loadavg)"
+	    /proc/cpuinfo | head -1)"
+	echo "load average before: $LOAD_BEFORE, after: $(cut -d' ' -f1-3 \
+	    /proc/loadavg)"
 	echo "python: $("$PY" --version 2>&1); raw output: $RAW"
 } | tee -a "$OUT/python.md"
 [ "$STATUS" -eq 0 ] || log "a run had errors (see $RAW)"
