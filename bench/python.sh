@@ -4,19 +4,26 @@
 # replica/examples/echo.c and python/examples/echo.py).
 #
 # Targets, each answering GET .../bench?x=1 with that JSON:
+#   py-before       (with BEFORE=DIR) the same ingressd -> 1 echo.py of the
+#                   SDK in DIR, another version's python/ (e.g. main's,
+#                   copied to /tmp/py-before): before/after in one run
 #   py-replica      build/ingressd (workers 1) -> 1 python/examples/echo.py
 #   c-replica       the same ingressd           -> 1 build/replica-echo
 #   py-asyncio      python/bench/plain_echo.py --mode asyncio, no ingressd
 #   py-http.server  python/bench/plain_echo.py --mode threading (stdlib
 #                   http.server.ThreadingHTTPServer), no ingressd
+# APP=hello answers "Hello world!" instead: python/bench/hello.py (an async
+# handler, with --sdk DIR for py-before), build/replica-hello, plain_echo.py
+# --hello; py-http.server is left out.
 # wrk -t1 -cCONNS -dDURATION --latency runs the targets interleaved, A B C D,
-# for ROUNDS rounds.  Around each run the CPU time (utime+stime from
-# /proc/PID/stat) of the server processes is read: ingressd and the replica
-# for the first two, the server itself for the others.
+# for ROUNDS rounds (so before and after alternate: report medians).  Around
+# each run the CPU time (utime+stime from /proc/PID/stat) of the server
+# processes is read: ingressd and the replica for the replica targets, the
+# server itself for the others.
 #
 # Environment: ROUNDS (3), DURATION (wrk seconds, 5), CONNS (50), BUILD
-# (build), PYTHON (python3).  Needs build/ingressd and build/replica-echo
-# (make all) and wrk.  Only 127.0.0.1.  Every process started here is
+# (build), PYTHON (python3), APP (echo or hello), BEFORE (an SDK dir).
+# Needs build/ingressd, build/replica-echo or -hello (make all) and wrk.  Only 127.0.0.1.  Every process started here is
 # recorded and stopped by its pid on exit, and only those.
 # Output: a table on stdout, also in $BUILD/bench/python.md; what wrk
 # printed in $BUILD/bench/python-raw/.  Exit 1 if a target failed to start
@@ -32,7 +39,15 @@ CONNS=${CONNS:-50}
 PY=${PYTHON:-python3}
 OUT=$BUILD/bench
 RAW=$OUT/python-raw
-TARGETS="py-replica c-replica py-asyncio py-http.server"
+APP=${APP:-echo}
+BEFORE=${BEFORE:-}
+case $APP in
+echo) TARGETS="py-replica c-replica py-asyncio py-http.server"
+      PYAPP=python/examples/echo.py; CAPP=replica-echo ;;
+hello) TARGETS="py-replica c-replica py-asyncio"
+       PYAPP=python/bench/hello.py; CAPP=replica-hello ;;
+*) printf 'bench/python: APP must be echo or hello\n' >&2; exit 2 ;;
+esac
 
 PIDS=""
 INGRESSD_PID=""
@@ -51,8 +66,20 @@ done
 for c in wrk curl "$PY" timeout; do
 	command -v "$c" >/dev/null 2>&1 || die "$c not found"
 done
-[ -x "$BUILD/ingressd" ] && [ -x "$BUILD/replica-echo" ] ||
-    die "$BUILD/ingressd and $BUILD/replica-echo are needed: make all"
+[ -x "$BUILD/ingressd" ] && [ -x "$BUILD/$CAPP" ] ||
+    die "$BUILD/ingressd and $BUILD/$CAPP are needed: make all"
+BEFORE_CMD=""
+if [ -n "$BEFORE" ]; then
+	[ -f "$BEFORE/ingressd_replica/server.py" ] ||
+	    die "BEFORE=$BEFORE: no ingressd_replica/server.py there"
+	BEFORE=$(cd "$BEFORE" && pwd)
+	TARGETS="py-before $TARGETS"
+	if [ "$APP" = echo ]; then
+		BEFORE_CMD="\"$PY\", \"$BEFORE/examples/echo.py\""
+	else
+		BEFORE_CMD="\"$PY\", \"$PYAPP\", \"--sdk\", \"$BEFORE\""
+	fi
+fi
 
 alive() {
 	local st
@@ -82,7 +109,7 @@ cleanup() {
 	# ingressd stops its replicas; one that outlived it is stopped here
 	# if that pid is still one of ours.
 	for p in $REPLICA_PIDS; do
-		if alive "$p" && grep -qE 'echo\.py|replica-echo' \
+		if alive "$p" && grep -qE 'echo\.py|hello\.py|replica-' \
 		    "/proc/$p/cmdline" 2>/dev/null; then
 			log "replica $p outlived ingressd, stopping it"
 			kill -KILL "$p" 2>/dev/null
@@ -131,6 +158,14 @@ ticks() {
 
 PORT=$(free_port)
 ADMIN=$(free_port)
+BEFORE_ROUTE="" BEFORE_DEP=""
+if [ -n "$BEFORE_CMD" ]; then
+	BEFORE_ROUTE=',
+    { "prefix": "/pybefore", "deployment": "pybefore" }'
+	BEFORE_DEP=',
+    "pybefore": { "spawn": { "command": ['"$BEFORE_CMD"'], "replicas": 1 },
+                  "max_ongoing_requests": 1024 }'
+fi
 cat >"$TMP/ingressd.json" <<EOF
 {
   "listen": ["127.0.0.1:$PORT"],
@@ -140,13 +175,13 @@ cat >"$TMP/ingressd.json" <<EOF
   "runtime_dir": "$TMP/run",
   "routes": [
     { "prefix": "/py", "deployment": "py" },
-    { "prefix": "/c", "deployment": "c" }
+    { "prefix": "/c", "deployment": "c" }$BEFORE_ROUTE
   ],
   "deployments": {
-    "py": { "spawn": { "command": ["$PY", "python/examples/echo.py"],
+    "py": { "spawn": { "command": ["$PY", "$PYAPP"],
                        "replicas": 1 }, "max_ongoing_requests": 1024 },
-    "c": { "spawn": { "command": ["$BUILD/replica-echo"], "replicas": 1 },
-           "max_ongoing_requests": 1024 }
+    "c": { "spawn": { "command": ["$BUILD/$CAPP"], "replicas": 1 },
+           "max_ongoing_requests": 1024 }$BEFORE_DEP
   }
 }
 EOF
@@ -155,6 +190,10 @@ INGRESSD_PID=$!
 wait_200 "http://127.0.0.1:$PORT/py/bench?x=1" "$INGRESSD_PID" &&
     wait_200 "http://127.0.0.1:$PORT/c/bench?x=1" "$INGRESSD_PID" ||
     die "ingressd did not serve /py and /c (see $RAW/ingressd.log)"
+if [ -n "$BEFORE" ]; then
+	wait_200 "http://127.0.0.1:$PORT/pybefore/bench?x=1" "$INGRESSD_PID" ||
+	    die "ingressd did not serve /pybefore (see $RAW/ingressd.log)"
+fi
 DEPS=$(curl -s --max-time 2 "http://127.0.0.1:$ADMIN/-/deployments")
 pid_of() {
 	printf '%s' "$DEPS" | "$PY" -c 'import json, sys
@@ -163,10 +202,16 @@ print(json.load(sys.stdin)[sys.argv[1]]["replicas"][0]["pid"])' "$1"
 PY_REPLICA=$(pid_of py) && C_REPLICA=$(pid_of c) ||
     die "no replica pids in /-/deployments"
 REPLICA_PIDS="$PY_REPLICA $C_REPLICA"
+if [ -n "$BEFORE" ]; then
+	BEFORE_REPLICA=$(pid_of pybefore) || die "no pybefore replica pid"
+	REPLICA_PIDS="$REPLICA_PIDS $BEFORE_REPLICA"
+fi
+HELLO_OPT=""
+[ "$APP" = hello ] && HELLO_OPT=--hello
 
 APORT=$(free_port)
 "$PY" python/bench/plain_echo.py --mode asyncio --listen "127.0.0.1:$APORT" \
-    2>"$RAW/py-asyncio.log" &
+    $HELLO_OPT 2>"$RAW/py-asyncio.log" &
 ASYNCIO_PID=$!
 PIDS="$PIDS $ASYNCIO_PID"
 TPORT=$(free_port)
@@ -181,6 +226,7 @@ wait_200 "http://127.0.0.1:$TPORT/echo/bench" "$THREAD_PID" ||
 
 url_of() {
 	case $1 in
+	py-before) echo "http://127.0.0.1:$PORT/pybefore/bench?x=1" ;;
 	py-replica) echo "http://127.0.0.1:$PORT/py/bench?x=1" ;;
 	c-replica) echo "http://127.0.0.1:$PORT/c/bench?x=1" ;;
 	py-asyncio) echo "http://127.0.0.1:$APORT/echo/bench?x=1" ;;
@@ -190,6 +236,7 @@ url_of() {
 # The processes whose CPU a target costs: proxy, then backend.
 pids_of() {
 	case $1 in
+	py-before) echo "$INGRESSD_PID $BEFORE_REPLICA" ;;
 	py-replica) echo "$INGRESSD_PID $PY_REPLICA" ;;
 	c-replica) echo "$INGRESSD_PID $C_REPLICA" ;;
 	py-asyncio) echo "$ASYNCIO_PID" ;;
@@ -200,6 +247,7 @@ pids_of() {
 # --- run ---
 
 HZ=$(getconf CLK_TCK)
+LOAD_BEFORE=$(cut -d' ' -f1-3 /proc/loadavg)
 : >"$RAW/runs.tsv"
 r=1
 while [ $r -le "$ROUNDS" ]; do
@@ -223,7 +271,7 @@ done
 
 # --- report ---
 
-"$PY" - "$RAW" "$ROUNDS" "$HZ" "$CONNS" "$DURATION" "$TARGETS" \
+APP=$APP "$PY" - "$RAW" "$ROUNDS" "$HZ" "$CONNS" "$DURATION" "$TARGETS" \
     >"$OUT/python.md" <<'PYEOF' || STATUS=1
 import os, re, statistics, sys
 
@@ -268,9 +316,10 @@ for t in targets.split():
 	rows.append((t, rps, p50, p99, cpu, becpu, errs))
 
 base = {t: statistics.median(rps) for t, rps, *_ in rows if rps}
-print("wrk -t1 -c%s -d%ss, GET echo JSON, median of %d rounds "
+print(("wrk -t1 -c%s -d%ss, GET " + os.environ.get("APP", "echo") +
+    ", median of %d rounds "
     "(min-max); CPU = utime+stime per request of the server processes "
-    "(total) and of the replica alone"
+    "(total) and of the replica alone")
     % (conns, duration, rounds))
 print()
 print("| target | req/s | p50 ms | p99 ms | CPU us/req | replica us/req "
@@ -284,7 +333,8 @@ for t, rps, p50, p99, cpu, becpu, errs in rows:
 	print("| %s | %.0f (%.0f-%.0f) | %.2f | %.2f | %.0f | %s | %.2f | %.2f "
 	    "| %d |" % (t, med, min(rps), max(rps), statistics.median(p50),
 	    statistics.median(p99), statistics.median(cpu),
-	    "%.0f" % statistics.median(becpu) if t.endswith("-replica")
+	    "%.1f (%.1f-%.1f)" % (statistics.median(becpu), min(becpu),
+	    max(becpu)) if t.startswith(("py-r", "c-", "py-b"))
 	    else "-",
 	    med / base["c-replica"] if "c-replica" in base else 0,
 	    med / base["py-asyncio"] if "py-asyncio" in base else 0, errs))
@@ -294,7 +344,8 @@ cat "$OUT/python.md"
 {
 	echo
 	echo "machine: $(nproc) CPUs, $(sed -n 's/^model name\s*: //p' \
-	    /proc/cpuinfo | head -1); load before: $(cut -d' ' -f1-3 \
+	    /proc/cpuinfo | head -1)"
+	echo "load average before: $LOAD_BEFORE, after: $(cut -d' ' -f1-3 \
 	    /proc/loadavg)"
 	echo "python: $("$PY" --version 2>&1); raw output: $RAW"
 } | tee -a "$OUT/python.md"

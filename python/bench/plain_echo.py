@@ -20,6 +20,7 @@ import sys
 import threading
 
 BODY_MAX = 65536
+HELLO = False  # --hello: answer "Hello world!" instead of the echo
 
 
 def describe(method, target, headers, body):
@@ -69,10 +70,15 @@ class EchoProtocol(asyncio.Protocol):
 				return
 			body = self.buf[end + 4:end + 4 + length]
 			self.buf = self.buf[end + 4 + length:]
-			out = describe(method, target, headers, body)
-			self.t.write(b"HTTP/1.1 200 OK\r\ncontent-type: "
-			    b"application/json\r\ncontent-length: %d\r\n\r\n" %
-			    len(out) + out)
+			if HELLO:
+				self.t.write(b"HTTP/1.1 200 OK\r\ncontent-type: "
+				    b"text/plain; charset=utf-8\r\n"
+				    b"content-length: 12\r\n\r\nHello world!")
+			else:
+				out = describe(method, target, headers, body)
+				self.t.write(b"HTTP/1.1 200 OK\r\ncontent-type: "
+				    b"application/json\r\ncontent-length: "
+				    b"%d\r\n\r\n" % len(out) + out)
 			if close:
 				self.t.close()
 				return
@@ -140,7 +146,11 @@ def main():
 	ap.add_argument("--mode", choices=("asyncio", "threading"),
 	    default="asyncio")
 	ap.add_argument("--listen", default="127.0.0.1:9000")
+	ap.add_argument("--hello", action="store_true",
+	    help='answer "Hello world!" (asyncio mode only)')
 	a = ap.parse_args()
+	global HELLO
+	HELLO = a.hello
 	host, _, port = a.listen.rpartition(":")
 	if a.mode == "asyncio":
 		asyncio.run(serve_asyncio(host, int(port)))

@@ -117,17 +117,16 @@ class Request:
                  "_credit_waiter")
 
     def __init__(self, conn, stream, head, replica, conn_pings):
-        target = head.target.decode("latin-1")
+        # head: wire.request_text()'s list, strings already decoded.
+        method, target, dep, rid, self.deadline_ms, fields = head
         path, _, query = target.partition("?")
-        self.method = head.method.decode("latin-1")
+        self.method = method
         self.target = target
         self.path = path
         self.query = query
-        self.headers = Headers([(k.decode("latin-1"),
-                                 v.decode("latin-1")) for k, v in head.fields])
-        self.deployment = head.deployment.decode("latin-1")
-        self.request_id = head.request_id.decode("latin-1")
-        self.deadline_ms = head.deadline_ms
+        self.headers = Headers(fields)
+        self.deployment = dep
+        self.request_id = rid
         self.stream = stream
         self.replica = replica
         self.replica_id = replica.replica_id

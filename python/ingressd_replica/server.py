@@ -3,9 +3,14 @@
 A Replica listens on the address ingressd gave it and accepts any number of
 ingressd connections.  Each connection (_Conn, an asyncio.Protocol) sends
 its HELLO at once, answers PING with PONG from the read callback, and turns
-every REQUEST into a Request and a task running the handler, so many
-requests are in flight on one connection.  Frames a task writes are queued
-and written together when the loop next turns, one write for a batch.
+every REQUEST into a Request and runs the handler at once, from the frame
+dispatch: a handler that finishes without waiting never gets an asyncio
+Task; one that waits gets one then (eager.py), so many requests are in
+flight on one connection.  Frames are decoded where they lie in the bytes
+read (struct.unpack_from, one copy per payload).  What handlers write is
+queued and written when the loop next turns: one transport.write per
+connection per loop pass, for every request answered in it; the usual
+answer (a fixed body) is its RESPONSE and DATA encoded as one piece.
 
 Errors, at three levels:
   - the handler raises: RESPONSE 500 if nothing was sent yet, else ERROR
@@ -33,6 +38,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import concurrent.futures
+import contextvars
 import functools
 import inspect
 import json
@@ -45,7 +51,7 @@ import sys
 import threading
 from typing import Any, Callable, Mapping, Optional, Sequence, Tuple
 
-from . import wire
+from . import eager, wire
 from .request import HTTPError, Request, Response
 
 log = logging.getLogger("ingressd_replica")
@@ -53,6 +59,10 @@ log = logging.getLogger("ingressd_replica")
 DEFAULT_MAX_CONCURRENCY = 1024
 DEFAULT_DRAIN_MS = 2000
 _NO_MORE = object()  # end of a sync iterator, from the pool
+_HDR_UNPACK = wire._HDR.unpack_from
+_REQUEST, _MAX_PAYLOAD = wire.REQUEST, wire.MAX_PAYLOAD
+_PLAIN = frozenset((str, bytes, dict, list, tuple, type(None)))
+_json = json.JSONEncoder(separators=(",", ":")).encode
 
 
 class ConfigError(ValueError):
@@ -116,8 +126,8 @@ class _Conn(asyncio.Protocol):
         self.pings = 0
         self.goaway_sent = False
         self.peer_goaway = False
-        self._pending = None  # bytearray: a partial frame
-        self._need = 0  # bytes _pending must reach
+        self._buf = None  # bytearray: a partial frame, and what follows
+        self._need = 0  # bytes _buf must reach
         self._out = []
         self._flush_soon = False
         self._wpaused = False
@@ -134,31 +144,58 @@ class _Conn(asyncio.Protocol):
     def data_received(self, data):
         if self.closing:
             return
-        if self._pending is not None:
-            self._pending += data
-            if len(self._pending) < self._need:
-                return
-            data = bytes(self._pending)
-            self._pending = None
-        off, n, size = 0, len(data), 0
+        buf = self._buf
+        if not buf:
+            off = self._parse(data)
+            if off < len(data) and not self.closing:
+                self._buf = bytearray(memoryview(data)[off:])
+            return
+        buf += data
+        if len(buf) < self._need:
+            return
+        off = self._parse(buf)
+        if buf is self._buf:  # close() drops it
+            del buf[:off]
+
+    def _parse(self, buf):
+        """Handle the whole frames in buf (bytes or our bytearray) in
+        place: the header unpacked where it lies, payloads taken as one
+        copy each; returns the bytes used, and sets _need to the size of
+        the incomplete frame after them."""
+        off, n = 0, len(buf)
+        unpack = _HDR_UNPACK
         try:
-            while off < n:
-                f, size = wire.decode_frame(data, off)
-                if f is None:
-                    break
-                off += size
-                self._frame(f)
-                if self.closing:
-                    return
-        except wire.WireError as e:
+            with memoryview(buf) as mv:
+                while n - off >= wire.HEADER_SIZE:
+                    length, ftype, flags, rsv, sid = unpack(buf, off)
+                    # A REQUEST passes check_header when this holds.
+                    if not (ftype == _REQUEST and flags <= 1 and sid and
+                            not rsv and length <= _MAX_PAYLOAD):
+                        r = wire.check_header(length, ftype, flags, rsv,
+                                              sid)
+                        if r is not wire.OK:
+                            raise wire.WireError(r, "%s header" %
+                                                 wire.type_name(ftype))
+                    start = off + wire.HEADER_SIZE
+                    if n - start < length:
+                        self._need = wire.HEADER_SIZE + length
+                        return off
+                    off = start + length
+                    if ftype == wire.REQUEST and self.hello:
+                        self._request(sid, flags, mv, start, length)
+                    elif ftype == wire.DATA and self.hello:
+                        self._body(sid, ftype, flags,
+                                   bytes(mv[start:off]))
+                    else:
+                        self._frame(wire.Frame(ftype, flags, sid,
+                                               bytes(mv[start:off])))
+                    if self.closing:
+                        return off
+        except (wire.WireError, _ProtocolError) as e:
             self.protocol_error(str(e))
-            return
-        except _ProtocolError as e:
-            self.protocol_error(str(e))
-            return
-        if off < n:
-            self._pending = bytearray(data[off:])
-            self._need = size
+            return off
+        self._need = wire.HEADER_SIZE
+        return off
 
     def eof_received(self):
         return False
@@ -189,10 +226,8 @@ class _Conn(asyncio.Protocol):
             # min(ours, theirs) is one we speak.
             self.version = wire.version_agree(wire.decode_hello(f).version)
             self.hello = True
-        elif t == wire.REQUEST:
-            self._request(f)
         elif t == wire.DATA or t == wire.END:
-            self._body(f)
+            self._body(f.stream, t, f.flags, f.payload)
         elif t == wire.PING:
             opaque = wire.decode_ping(f)
             self.pings += 1
@@ -226,13 +261,12 @@ class _Conn(asyncio.Protocol):
         else:
             raise _ProtocolError("unexpected %s" % wire.type_name(t))
 
-    def _request(self, f):
+    def _request(self, sid, flags, buf, start, length):
         r = self.r
-        sid = f.stream
         if sid <= self.last_stream:
             raise _ProtocolError("REQUEST stream id not increasing")
         self.last_stream = sid
-        head = wire.decode_request(f)
+        head = wire.request_text(buf, start, length)
         if r.stopping or self.goaway_sent:
             self.write(wire.encode_error(sid, wire.CODE_REFUSED,
                                          b"draining"))
@@ -242,47 +276,69 @@ class _Conn(asyncio.Protocol):
                                          b"over max_concurrency"))
             return
         req = Request(self, sid, head, r, self.pings)
-        if f.flags & wire.FLAG_END:
+        if flags & wire.FLAG_END:
             req._in_done = True
         self.streams[sid] = req
         r.active += 1
-        req._task = self.loop.create_task(r._run(req))
-        req._task.add_done_callback(functools.partial(self._task_done,
-                                                      req))
+        # The handler runs now, in a context of its own (as a Task's
+        # would be); a Task only if it waits (eager.py).
+        contextvars.copy_context().run(self._start, req)
 
-    def _body(self, f):
-        req = self.streams.get(f.stream)
+    def _start(self, req):
+        coro = self.r._run(req)
+        try:
+            yielded = coro.send(None)
+        except StopIteration:
+            self._finished(req)  # the usual case: no Task at all
+            return
+        except Exception as e:
+            self._finished(req)
+            log.error("stream %d: %r", req.stream, e)
+            return
+        req._task = task = self.loop.create_task(
+            eager.resume(coro, yielded))
+        task.add_done_callback(functools.partial(self._task_done, req))
+        if req.cancelled:  # cancelled while it ran eagerly
+            task.cancel()
+
+    def _body(self, sid, ftype, flags, payload):
+        req = self.streams.get(sid)
         if req is None:
             return  # finished or refused: late frames are fine
         if req._in_done:
             raise _ProtocolError("%s after END on stream %d" % (
-                wire.type_name(f.type), f.stream))
-        if f.type == wire.DATA and f.length and not req._feed(f.payload):
+                wire.type_name(ftype), sid))
+        if ftype == wire.DATA and payload and not req._feed(payload):
             raise _ProtocolError("DATA beyond the credit of stream %d"
-                                 % f.stream)
-        if f.type == wire.END or f.flags & wire.FLAG_END:
+                                 % sid)
+        if ftype == wire.END or flags & wire.FLAG_END:
             req._end()
 
     def _cancel(self, sid):
         req = self.streams.get(sid)
         if req is not None and not req.cancelled:
             req.cancelled = True
-            req._task.cancel()
+            if req._task is not None:  # else running now: see _start
+                req._task.cancel()
 
     def _cancel_all(self):
         for req in list(self.streams.values()):
             if not req.cancelled:
                 req.cancelled = True
-                req._task.cancel()
+                if req._task is not None:
+                    req._task.cancel()
 
-    def _task_done(self, req, task):
+    def _finished(self, req):
         r = self.r
         self.streams.pop(req.stream, None)
         req._out_done = True
-        req._discard()
+        req._chunks.clear()  # unread body bytes are dropped
         r.active -= 1
         if r.stopping and r.active == 0:
             r._drained.set()
+
+    def _task_done(self, req, task):
+        self._finished(req)
         if not task.cancelled() and task.exception() is not None:
             log.error("stream %d: %r", req.stream, task.exception())
 
@@ -350,7 +406,7 @@ class _Conn(asyncio.Protocol):
             return
         self._flush()
         self.closing = True
-        self._pending = None
+        self._buf = None
         self._cancel_all()
         if self.t is not None:
             self.t.close()
@@ -512,7 +568,7 @@ class Replica:
                 log.info("drain over: cancelling %d requests",
                          self.active)
         tasks = [q._task for c in self._conns for q in
-                 c.streams.values()]
+                 c.streams.values() if q._task is not None]
         for c in list(self._conns):
             c.close()
         if tasks:
@@ -597,9 +653,12 @@ class Replica:
             else:
                 await req.body()
                 result = await self._in_pool(self.handler, req)
-            if inspect.isawaitable(result):
+            if type(result) not in _PLAIN and inspect.isawaitable(result):
                 result = await result
-            await self._respond(req, result)
+            if not self._respond_now(req, result):
+                await self._respond(req, result)
+            elif req._conn._wpaused:
+                await req._conn.drain()
         except asyncio.CancelledError:
             if req.cancelled or req._conn.closing:
                 return  # nothing more may be sent
@@ -633,6 +692,44 @@ class Replica:
         req._out_done = True
         conn.write(wire.encode_error(req.stream, wire.CODE_INTERNAL,
                                      why.encode("utf-8", "replace")))
+
+    def _respond_now(self, req, result):
+        """The usual answer without a coroutine: a fixed body of at most
+        one DATA frame within the stream's credit, no headers of the
+        handler's, RESPONSE and DATA encoded as one write.  False when
+        _respond() must do it (the caller then drains, as _respond
+        does)."""
+        if type(result) is tuple:
+            if len(result) == 2:
+                status, body = result
+            elif len(result) == 3 and result[1] is None:
+                status, _, body = result
+            else:
+                return False
+        else:
+            status, body = 200, result
+        kind = type(body)
+        if kind is str:
+            ctype, data = "text/plain; charset=utf-8", body.encode("utf-8")
+        elif kind is bytes:
+            ctype, data = "application/octet-stream", body
+        elif kind is dict or kind is list:
+            ctype, data = "application/json", _json(body).encode("utf-8")
+        else:
+            return False
+        n = len(data)
+        if not 0 < n <= min(req._send_credit, wire.MAX_DATA) or \
+                status in (204, 304) or type(status) is not int or \
+                status < 200:
+            return False
+        conn = req._conn
+        if req.cancelled or conn.closing:
+            return True
+        out = wire.response_with_body(req.stream, status, ctype, data)
+        req._out_head = req._out_done = True
+        req._send_credit -= n
+        conn.write(out)
+        return True
 
     async def _respond(self, req, result):
         status, headers, body = 200, None, result

@@ -296,15 +296,69 @@ def decode_ping(f):
 
 
 def decode_request(f):
-    c = _Cur(f.payload)
-    method = c.string(False, _STR8_MAX, True)
-    target = c.string(True, _STR16_MAX, True)
-    dep = c.string(False, MAX_NAME, False)
-    rid = c.string(False, _STR8_MAX, False)
-    deadline = c.u32()
-    fields = c.fields()
-    c.done()
-    return RequestHead(method, target, dep, rid, deadline, fields)
+    method, target, dep, rid, deadline, fields = request_text(
+        f.payload, 0, f.length)
+    return RequestHead(method.encode("latin-1"), target.encode("latin-1"),
+                       dep.encode("latin-1"), rid.encode("latin-1"),
+                       deadline, [(k.encode("latin-1"), v.encode("latin-1"))
+                                  for k, v in fields])
+
+
+def request_text(buf, start, n):
+    """The REQUEST payload at buf[start:start + n], its strings decoded
+    as Latin-1: [method, target, deployment, request_id, deadline_ms,
+    [(name, value)...]].  The replica's hot path: the payload is copied
+    and decoded once, and the strings are slices of it (Latin-1 maps
+    byte i to character i, so byte offsets are string offsets).
+    wire.c's checks, in its order (see _Cur): a length that runs past
+    the end is E_SHORT whichever check sees it first, and a zero length
+    can never run past it, so E_EMPTY is tested first here."""
+    p = bytes(buf[start:start + n])
+    s = p.decode("latin-1")
+    try:
+        ln = p[0]
+        if ln == 0:
+            raise WireError("E_EMPTY")
+        i = 1 + ln
+        lt = (p[i] << 8) | p[i + 1]
+        if i + 2 + lt > n:
+            raise WireError("E_SHORT")
+        if lt == 0:
+            raise WireError("E_EMPTY")
+        method = s[1:i]
+        i += 2
+        target = s[i:i + lt]
+        i += lt
+        ld = p[i]
+        j = i + 1 + ld
+        lr = p[j]
+        k = j + 1 + lr
+        if k + 6 > n:
+            raise WireError("E_SHORT")
+        out = [method, target, s[i + 1:j], s[j + 1:k],
+               _U32.unpack_from(p, k)[0]]
+        count = (p[k + 4] << 8) | p[k + 5]
+        if count > MAX_FIELDS:
+            raise WireError("E_LIMIT")
+        i = k + 6
+        fields = []
+        for _ in range(count):
+            ln = p[i]
+            if ln == 0:
+                raise WireError("E_EMPTY")
+            j = i + 1 + ln
+            lv = (p[j] << 8) | p[j + 1]
+            k = j + 2 + lv
+            if k > n:
+                raise WireError("E_SHORT")
+            fields.append((s[i + 1:j], s[j + 2:k]))
+            i = k
+    except IndexError:
+        raise WireError("E_SHORT") from None
+    if i != n:
+        raise WireError("E_TRAILING")
+    out.append(fields)
+    return out
 
 
 def decode_response(f):
@@ -480,6 +534,43 @@ def encode_trailers(stream, fields=()):
     if not isinstance(fields, list):
         fields = list(fields)
     return _frame(TRAILERS, 0, _stream(stream), _fields(fields))
+
+
+_RESPONSE_HEAD = struct.Struct(">IBBHIHH")  # header, status, nfields
+_CTYPE_FIELDS = {}  # content type -> its encoded field
+_LENGTH_FIELDS = {}  # body length -> its encoded content-length field
+
+
+def response_with_body(stream, status, ctype, data):
+    """RESPONSE (status; content-type ctype unless None, content-length)
+    and the whole body as one DATA with FLAG_END, as one bytes: the
+    common answer in one write.  stream is one a REQUEST came on; data
+    is 1..MAX_DATA bytes; status must allow a body (not 1xx, 204,
+    304).  The encoded fields are cached: most answers repeat them."""
+    if not isinstance(status, int) or status < 100 or status > 999:
+        raise ValueError("status %r not in 100..999" % (status,))
+    n = len(data)
+    cl = _LENGTH_FIELDS.get(n)
+    if cl is None:
+        v = b"%d" % n
+        cl = b"\x0econtent-length\x00" + bytes((len(v),)) + v
+        if len(_LENGTH_FIELDS) < 4096:
+            _LENGTH_FIELDS[n] = cl
+    if ctype is None:
+        nf, ct = 1, b""
+    else:
+        nf, ct = 2, _CTYPE_FIELDS.get(ctype)
+        if ct is None:
+            v = _b(ctype)
+            if len(v) > _STR16_MAX:
+                raise ValueError("content type too long")
+            ct = b"\x0ccontent-type" + _U16.pack(len(v)) + v
+            if len(_CTYPE_FIELDS) < 64:
+                _CTYPE_FIELDS[ctype] = ct
+    return b"".join((_RESPONSE_HEAD.pack(4 + len(ct) + len(cl), RESPONSE,
+                                         0, 0, stream, status, nf),
+                     ct, cl, _HDR.pack(n, DATA, FLAG_END, 0, stream),
+                     data))
 
 
 def encode_data(stream, data, flags=0):

@@ -628,6 +628,88 @@ class Failures(unittest.TestCase):
             c.cancel(3)
 
 
+def count_tasks(rp):
+    """Install a task factory on rp's loop that records every Task
+    created from now on (by the coroutine's name); returns the list."""
+    created = []
+    installed = threading.Event()
+
+    def factory(loop, coro, **kw):
+        created.append(getattr(coro, "__qualname__", repr(coro)))
+        return asyncio.Task(coro, loop=loop, **kw)
+
+    def install():
+        rp.r.loop.set_task_factory(factory)
+        installed.set()
+    rp.call(install)
+    assert installed.wait(T)
+    return created
+
+
+class Eager(unittest.TestCase):
+    """Handlers run eagerly from the frame dispatch: a Task only for one
+    that suspends (server.py, eager.py)."""
+
+    def test_handler_that_never_waits_creates_no_task(self):
+        import contextvars
+        var = contextvars.ContextVar("var", default="unset")
+
+        async def handler(req):
+            seen = var.get()
+            var.set(req.stream)  # must not leak into the next request
+            return "%d %s" % (req.stream, seen)
+        with Running(handler) as rp, rp.client() as c:
+            created = count_tasks(rp)
+            for sid in range(1, 41, 2):
+                c.request(sid, "GET", "/")
+            for sid in range(1, 41, 2):
+                r = c.collect(sid)
+                self.assertEqual((r.status, r.body),
+                                 (200, b"%d unset" % sid))
+            self.assertEqual(created, [])
+            self.assertEqual(rp.r.active, 0)
+
+    def test_handler_that_waits_gets_a_task(self):
+        events = []
+        started = threading.Event()
+
+        async def handler(req):
+            if req.path == "/yield":
+                await asyncio.sleep(0)
+                return "yielded"
+            if req.path == "/body":
+                return {"len": len(await req.body())}
+            started.set()
+            try:
+                await asyncio.sleep(30)
+            except asyncio.CancelledError:
+                events.append(("cancelled", req.stream))
+                raise
+            return "never"
+        with Running(handler) as rp, rp.client() as c:
+            created = count_tasks(rp)
+            c.request(1, "GET", "/yield")
+            self.assertEqual(c.collect(1).body, b"yielded")
+            # A slow body: the handler waits for DATA that comes later.
+            c.request(3, "POST", "/body", end=False)
+            c.data(3, b"x" * 1000)
+            time.sleep(0.05)
+            c.data(3, b"y" * 500, end=True)
+            self.assertEqual(json.loads(c.collect(3).body), {"len": 1500})
+            # Cancel reaches a handler that suspended eagerly.
+            c.request(5, "GET", "/sleep")
+            self.assertTrue(started.wait(T))
+            c.cancel(5)
+            c.ping()
+            deadline = time.monotonic() + T
+            while rp.r.active and time.monotonic() < deadline:
+                time.sleep(0.01)
+            self.assertEqual(events, [("cancelled", 5)])
+            self.assertEqual(rp.r.active, 0)
+            self.assertEqual(c.pending[5], [])
+            self.assertEqual(created, ["resume"] * 3)
+
+
 class Protocol(unittest.TestCase):
     """A violation closes that connection with ERROR(PROTOCOL) only."""
 
