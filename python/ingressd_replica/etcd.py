@@ -64,9 +64,9 @@ class Registration:
         last = None
         for i in range(len(self.endpoints)):
             ep = self.endpoints[(self._cur + i) % len(self.endpoints)]
-            req = urllib.request.Request(ep + path,
-                                         data=json.dumps(body).encode(),
-                                         headers={"Content-Type": "application/json"})
+            req = urllib.request.Request(
+                ep + path, data=json.dumps(body).encode(),
+                headers={"Content-Type": "application/json"})
             try:
                 with urllib.request.urlopen(req, timeout=timeout) as r:
                     self._cur = (self._cur + i) % len(self.endpoints)
