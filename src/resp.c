@@ -240,8 +240,9 @@ resp_trailer_ok(const struct wire_field *f)
 {
 	size_t i;
 
-	if (f->name.len == 0 || resp_is_hop_by_hop(f->name.p, f->name.len) ||
-	    resp_field_is(f, "content-length") || resp_field_is(f, "host"))
+	if (f->name.len == 0 || hfield_hop_by_hop(f->name.p, f->name.len) ||
+	    hfield_name_is(f->name.p, f->name.len, "content-length") ||
+	    hfield_name_is(f->name.p, f->name.len, "host"))
 		return 0;
 	for (i = 0; i < f->name.len; i++)
 		if (!tchar_is((unsigned char)f->name.p[i]))
