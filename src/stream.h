@@ -39,6 +39,7 @@ struct stream_ops {
 	void	(*on_data)(void *arg, struct evbuffer *buf);
 	/* Terminal: the response is complete. */
 	void	(*on_end)(void *arg);
+	void	(*on_trailers)(void *arg, const struct wire_field *, unsigned n);
 	/* Terminal: failed with this status (502, 503, 504). */
 	void	(*on_fail)(void *arg, int status, const char *why);
 	/* The stream got a connection, or credit to send body: the front may
