@@ -737,7 +737,7 @@ h2s_on_response(void *arg, int status, const struct wire_field *f,
 	h2s_nva_fields(s, &a, f, n, 0);
 	for (i = 0; i < n; i++)
 		rid |= h2s_is(&f[i], "x-request-id");
-	if (!rid && !s->grpc)
+	if (!rid)
 		h2s_nva_add(&a, "x-request-id", 12, s->request_id,
 		    strlen(s->request_id));
 	s->log.status = status;
