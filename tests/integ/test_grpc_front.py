@@ -69,6 +69,7 @@ class GrpcFront(unittest.TestCase):
 		with Daemon(over) as d:
 			code, msg = self.code(self.channel(d), "/dead/pkg.Svc/M")
 			self.assertEqual(code, grpc.StatusCode.UNAVAILABLE, msg)
+			self.assertIn("replica", msg)
 
 	@timeout(30)
 	def test_grpc_timeout_deadline_exceeded_and_cancel(self):
