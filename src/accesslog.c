@@ -302,7 +302,10 @@ al_combined(struct al_out *o, struct accesslog_slot *aw, const struct reqlog *r)
 		al_escape(o, r->method, strlen(r->method));
 		al_puts(o, " ", 1);
 		al_escape(o, r->target, al_target_len(r));
-		al_printf(o, " HTTP/1.%d\" ", r->minor);
+		if (r->major == 2)
+			al_puts(o, " HTTP/2.0\" ", 11);
+		else
+			al_printf(o, " HTTP/1.%d\" ", r->minor);
 	} else
 		al_puts(o, "-\" ", 3);
 	al_printf(o, "%d %llu \"", al_status(r),
@@ -326,6 +329,8 @@ al_combined(struct al_out *o, struct accesslog_slot *aw, const struct reqlog *r)
 		al_printf(o, " upstream_time=%.3f", r->upstream_s);
 	else
 		al_puts(o, " upstream_time=-", 16);
+	if (r->grpc)
+		al_printf(o, " grpc_status=%d", r->grpc_status);
 	al_printf(o, " request_time=%.3f\n", r->total_s);
 }
 
@@ -344,9 +349,9 @@ al_json(struct al_out *o, struct accesslog_slot *aw, const struct reqlog *r)
 	al_json_cstr(o, r->method);
 	al_puts(o, ",\"target\":", 10);
 	al_json_str(o, r->method != NULL ? r->target : NULL, al_target_len(r));
-	al_printf(o, ",\"protocol\":\"HTTP/1.%d\",\"status\":%d,"
-	    "\"bytes_in\":%llu,\"bytes_out\":%llu,\"route\":", r->minor,
-	    al_status(r), (unsigned long long)r->bytes_in,
+	al_printf(o, ",\"protocol\":\"HTTP/%d.%d\",\"status\":%d,"
+	    "\"bytes_in\":%llu,\"bytes_out\":%llu,\"route\":",
+	    r->major == 2 ? 2 : 1, r->major == 2 ? 0 : r->minor, al_status(r), (unsigned long long)r->bytes_in,
 	    (unsigned long long)r->bytes_out);
 	al_json_cstr(o, r->route);
 	al_puts(o, ",\"deployment\":", 14);
@@ -361,6 +366,8 @@ al_json(struct al_out *o, struct accesslog_slot *aw, const struct reqlog *r)
 	al_json_cstr(o, r->user_agent);
 	al_puts(o, ",\"referer\":", 11);
 	al_json_cstr(o, r->referer);
+	if (r->grpc)
+		al_printf(o, ",\"grpc_status\":%d", r->grpc_status);
 	al_printf(o, ",\"aborted\":%s}\n", r->aborted ? "true" : "false");
 }
 

@@ -100,6 +100,8 @@ static int	conf_limits(struct conf_ctx *, const struct conf_key *,
 		    json_t *, void *);
 static int	conf_timeouts(struct conf_ctx *, const struct conf_key *,
 		    json_t *, void *);
+static int	conf_http2(struct conf_ctx *, const struct conf_key *,
+		    json_t *, void *);
 static int	conf_routes(struct conf_ctx *, const struct conf_key *,
 		    json_t *, void *);
 static int	conf_route_host(struct conf_ctx *, const struct conf_key *,
@@ -150,6 +152,7 @@ static const struct conf_key conf_top_keys[] = {
 	    0 },
 	{ "limits", conf_limits, T(limits), 0, 0, 0 },
 	{ "timeouts", conf_timeouts, T(timeouts), 0, 0, 0 },
+	{ "http2", conf_http2, T(http2), 0, 0, 0 },
 	{ "handle_idle_ttl", conf_seconds, T(handle_idle_ttl), 0, 0,
 	    CONF_ZERO_OK },
 	{ "resolver", conf_resolver, 0, 0, 0, 0 },
@@ -192,6 +195,23 @@ static const struct conf_key conf_timeouts_keys[] = {
 	{ NULL, NULL, 0, 0, 0, 0 }
 };
 #undef O
+
+#define H(f)	offsetof(struct conf_http2, f)
+static const struct conf_key conf_http2_keys[] = {
+	{ "max_concurrent_streams", conf_uint, H(max_concurrent_streams), 1,
+	    10000, 0 },
+	{ "max_header_list_size", conf_size, H(max_header_list_size), 1024,
+	    16 * 1024 * 1024, 0 },
+	{ "initial_window_size", conf_uint, H(initial_window_size), 1024,
+	    2147483647, 0 },
+	{ "max_continuations", conf_uint, H(max_continuations), 0, 1000, 0 },
+	{ "max_resets_per_second", conf_uint, H(max_resets_per_second), 1,
+	    1000000, 0 },
+	{ "max_control_per_second", conf_uint, H(max_control_per_second), 1,
+	    1000000, 0 },
+	{ NULL, NULL, 0, 0, 0, 0 }
+};
+#undef H
 
 #define R(f)	offsetof(struct conf_route, f)
 static const struct conf_key conf_route_keys[] = {
@@ -702,6 +722,13 @@ conf_timeouts(struct conf_ctx *ctx, const struct conf_key *k, json_t *v,
     void *base)
 {
 	return (conf_walk(ctx, conf_timeouts_keys, v, (char *)base + k->off));
+}
+
+static int
+conf_http2(struct conf_ctx *ctx, const struct conf_key *k, json_t *v,
+    void *base)
+{
+	return (conf_walk(ctx, conf_http2_keys, v, (char *)base + k->off));
 }
 
 /*
@@ -1219,6 +1246,12 @@ conf_defaults(struct conf *conf)
 	conf->handle_idle_ttl = 300;
 	conf->etcd.watch_timeout = 30;
 	conf->etcd.request_timeout = 5;
+	conf->http2.max_concurrent_streams = 100;
+	conf->http2.max_header_list_size = 65536;
+	conf->http2.initial_window_size = 262144;
+	conf->http2.max_continuations = 8;
+	conf->http2.max_resets_per_second = 100;
+	conf->http2.max_control_per_second = 100;
 }
 
 /* Defaults that are allocated: set only if the file did not. */

@@ -27,6 +27,16 @@ struct conf_limits {
 	unsigned	 max_connections_per_client; /* per address; 0: none */
 };
 
+/* The HTTP/2 front edge (h2.c): SETTINGS we send and flood limits. */
+struct conf_http2 {
+	unsigned	 max_concurrent_streams;	/* SETTINGS; refused beyond */
+	size_t		 max_header_list_size;	/* SETTINGS; 431 beyond */
+	unsigned	 initial_window_size;	/* per stream, request bytes */
+	unsigned	 max_continuations;	/* per header block */
+	unsigned	 max_resets_per_second;	/* client RST_STREAMs */
+	unsigned	 max_control_per_second; /* PING and SETTINGS frames */
+};
+
 /* All in seconds. */
 struct conf_timeouts {
 	double		 header;	/* client header read (408) */
@@ -105,6 +115,7 @@ struct conf {
 	char		*log_level;	/* "debug", "info", "warn" */
 	struct conf_limits limits;
 	struct conf_timeouts timeouts;
+	struct conf_http2 http2;
 	struct conf_route *routes;
 	unsigned	 nroutes;
 	struct conf_deployment *deployments;

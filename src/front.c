@@ -28,6 +28,7 @@
 #include "deadline.h"
 #include "conf.h"
 #include "front.h"
+#include "h2.h"
 #include "handle.h"
 #include "hfield.h"
 #include "http1.h"
@@ -69,6 +70,7 @@ struct front {
 	enum front_timer timer_kind;
 	int		 admin;		/* accepted on the admin listener */
 	int		 closing;	/* free once the output is flushed */
+	int		 sniffed;	/* first bytes seen: not HTTP/2 */
 	char		 peer[64];
 
 	/* The current request. */
@@ -455,9 +457,12 @@ front_stream_writable(void *arg)
 }
 
 static const struct stream_ops front_stream_ops = {
-	front_resp_head, front_resp_data, front_resp_end, front_resp_trailers,
-	front_resp_fail,
-	front_stream_writable,
+	.on_response = front_resp_head,
+	.on_data = front_resp_data,
+	.on_end = front_resp_end,
+	.on_trailers = front_resp_trailers,
+	.on_fail = front_resp_fail,
+	.on_writable = front_stream_writable,
 };
 
 /* Parser callbacks: the client's request ------------------------------- */
@@ -767,14 +772,17 @@ front_free(struct front *f)
 	if (f->stream != NULL)
 		front_stream_release(f, 1);
 	http1_free(f->parser);
-	sock_free(f->sock);
+	if (f->sock != NULL)
+		sock_free(f->sock);
 	deadline_del(&f->timer);
 	event_free(f->resume);
 	free(f->target);
 	free(f->name);
 	free(f->admin_body);
-	clientlim_close(f->client_key);
-	worker_conn_close(f->w);
+	if (f->sock != NULL) {		/* else handed over to h2.c */
+		clientlim_close(f->client_key);
+		worker_conn_close(f->w);
+	}
 	free(f);
 }
 
@@ -854,6 +862,31 @@ front_body_too_slow(struct front *f)
 	    (double)f->log.bytes_in < elapsed * FRONT_MIN_BODY_RATE;
 }
 
+/*
+ * The HTTP/2 dispatch point: a connection whose first bytes are the
+ * HTTP/2 preface goes to the HTTP/2 edge (h2.c) with its socket, its
+ * counts and what it sent; this front is freed.  1: handed over (f is
+ * gone), 0: HTTP/1.1, -1: too few bytes yet.
+ */
+static int
+front_sniff_h2(struct front *f)
+{
+	char head[16];
+	ev_ssize_t n;
+	int rv;
+
+	n = evbuffer_copyout(sock_input(f->sock), head, sizeof(head));
+	if ((rv = h2_sniff(head, n > 0 ? (size_t)n : 0)) != 1)
+		return rv;
+	if (h2_accept(f->w, f->sock, f->peer, f->admin, f->client_key) == -1) {
+		front_close(f);
+		return 1;
+	}
+	f->sock = NULL;
+	front_free(f);
+	return 1;
+}
+
 static void
 front_process(struct front *f)
 {
@@ -880,6 +913,17 @@ front_process(struct front *f)
 			 * reading until now). */
 			sock_read_enable(f->sock, 1);
 			return;
+		}
+		if (!f->sniffed) {
+			int h2 = front_sniff_h2(f);
+
+			if (h2 == 1)
+				return;		/* f is gone */
+			if (h2 == -1) {
+				sock_read_enable(f->sock, 1);
+				return;
+			}
+			f->sniffed = 1;
 		}
 		if (http1_idle(f->parser) && f->timer_kind == T_IDLE)
 			front_arm(f, T_HEADER);
@@ -1067,6 +1111,7 @@ front_free_all(struct wctx *w)
 {
 	while (!LIST_EMPTY(&w->fronts))
 		front_free(LIST_FIRST(&w->fronts));
+	h2_free_all(w);
 }
 
 /*
@@ -1091,7 +1136,7 @@ front_drain_all(struct wctx *w)
 		f->keep_alive = 0;
 		busy++;
 	}
-	return busy;
+	return busy + h2_drain_all(w);
 }
 
 /* worker_add_listener's accept functions, by listener kind. */

@@ -27,6 +27,8 @@
  * Untouched codes cost address space, not memory: the slots are
  * calloc'd and a page is backed only once a worker writes to it. */
 #define METRICS_NCODES		501
+/* gRPC status codes 0..16 (OK .. UNAUTHENTICATED). */
+#define METRICS_NGRPC		17
 
 /* Histogram bounds in seconds; a final +Inf bucket follows. */
 static const double metrics_bounds[] = {
@@ -49,6 +51,7 @@ struct metrics_series {
 	char		 deployment[METRICS_LABEL_MAX];
 	_Atomic uint64_t requests[METRICS_NCODES];
 	_Atomic uint64_t rejects[REJECT_N];
+	_Atomic uint64_t grpc[METRICS_NGRPC];
 	_Atomic uint64_t aborted;
 	_Atomic uint64_t bytes_in;
 	_Atomic uint64_t bytes_out;
@@ -70,6 +73,7 @@ struct metrics_sum {
 	const char	*deployment;
 	uint64_t	 requests[METRICS_NCODES];
 	uint64_t	 rejects[REJECT_N];
+	uint64_t	 grpc[METRICS_NGRPC];
 	uint64_t	 aborted, bytes_in, bytes_out;
 	uint64_t	 total[METRICS_NBOUNDS + 1], total_sum_us;
 	uint64_t	 upstream[METRICS_NBOUNDS + 1], upstream_sum_us;
@@ -235,6 +239,8 @@ metrics_request(struct metrics_slot *mw, const struct reqlog *r)
 	metrics_add(&s->requests[code], 1);
 	if (r->reject != REJECT_NONE && (unsigned)r->reject < REJECT_N)
 		metrics_add(&s->rejects[r->reject], 1);
+	if (r->grpc && r->grpc_status >= 0 && r->grpc_status < METRICS_NGRPC)
+		metrics_add(&s->grpc[r->grpc_status], 1);
 	if (r->aborted)
 		metrics_add(&s->aborted, 1);
 	metrics_add(&s->bytes_in, r->bytes_in);
@@ -345,6 +351,8 @@ metrics_sum_add(struct metrics_sum *m, struct metrics_series *s)
 		m->requests[i] += metrics_get(&s->requests[i]);
 	for (i = 0; i < REJECT_N; i++)
 		m->rejects[i] += metrics_get(&s->rejects[i]);
+	for (i = 0; i < METRICS_NGRPC; i++)
+		m->grpc[i] += metrics_get(&s->grpc[i]);
 	m->aborted += metrics_get(&s->aborted);
 	m->bytes_in += metrics_get(&s->bytes_in);
 	m->bytes_out += metrics_get(&s->bytes_out);
@@ -392,6 +400,34 @@ metrics_collect(unsigned *nout)
 	return sums;
 }
 
+/* gRPC calls by the grpc-status the client was sent (HTTP/2 edge). */
+static void
+metrics_render_grpc(FILE *fp, const struct metrics_sum *m, unsigned n)
+{
+	static const char *names[METRICS_NGRPC] = {
+		"OK", "CANCELLED", "UNKNOWN", "INVALID_ARGUMENT",
+		"DEADLINE_EXCEEDED", "NOT_FOUND", "ALREADY_EXISTS",
+		"PERMISSION_DENIED", "RESOURCE_EXHAUSTED",
+		"FAILED_PRECONDITION", "ABORTED", "OUT_OF_RANGE",
+		"UNIMPLEMENTED", "INTERNAL", "UNAVAILABLE", "DATA_LOSS",
+		"UNAUTHENTICATED",
+	};
+	unsigned i, c;
+	char lbl[64];
+
+	metrics_family(fp, "ingressd_grpc_calls_total", "counter",
+	    "gRPC calls answered, by route, deployment and grpc-status.");
+	for (i = 0; i < n; i++) {
+		for (c = 0; c < METRICS_NGRPC; c++) {
+			if (m[i].grpc[c] == 0)
+				continue;
+			snprintf(lbl, sizeof(lbl), "grpc_code=\"%s\"", names[c]);
+			metrics_line(fp, "ingressd_grpc_calls_total", &m[i], lbl,
+			    m[i].grpc[c]);
+		}
+	}
+}
+
 static void
 metrics_render_requests(FILE *fp)
 {
@@ -432,6 +468,7 @@ metrics_render_requests(FILE *fp)
 			    cls, m[i].rejects[c]);
 		}
 	}
+	metrics_render_grpc(fp, m, n);
 	metrics_family(fp, "ingressd_requests_aborted_total", "counter",
 	    "Requests whose client went away before the response ended.");
 	for (i = 0; i < n; i++)

@@ -44,6 +44,9 @@ struct reqlog {
 	double		 total_s;	/* head -> response queued */
 	int		 aborted;	/* client went away first */
 	enum reqlog_reject reject;
+	int		 major;		/* 2: HTTP/2.0 (minor unused); else 1 */
+	int		 grpc;		/* a gRPC call: grpc_status is set */
+	int		 grpc_status;	/* as sent to the client (0..16) */
 };
 
 #endif

@@ -18,6 +18,7 @@ struct accesslog_slot;
 struct conf;
 struct event_base;
 struct front;
+struct h2conn;
 struct handle_table;
 struct metrics_slot;
 struct registry;
@@ -34,6 +35,7 @@ struct wctx {
 	struct handle_table *handles;
 	LIST_HEAD(wctx_upstreams, upstream) upstreams; /* upstream.c's pool */
 	LIST_HEAD(wctx_fronts, front) fronts;	/* front.c's connections */
+	LIST_HEAD(wctx_h2conns, h2conn) h2conns; /* h2.c's connections */
 	uint32_t	 rng;		/* balance_pick's xorshift state */
 	uint32_t	 rid_prefix;	/* request ids: random per worker, */
 	uint64_t	 rid_counter;	/* then a counter */

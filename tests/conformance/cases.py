@@ -412,9 +412,11 @@ def malformed(ctx):
 	    b"GET /m HTTP/2.0\r\n" + H + b"\r\n", statuses=(505,),
 	    alt=[Outcome((400,), "closed", 0)])
 	m("http09", "an HTTP/0.9 simple request", b"GET /m\r\n\r\n")
+	# A proxy that speaks h2c with prior knowledge (ingressd since issue
+	# 14) answers no HTTP/1 status: it waits for the client's SETTINGS.
 	m("h2-preface", "the HTTP/2 connection preface",
-	    b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n",
-	    alt=[Outcome((505,), "closed", 0)])
+	    b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n", statuses=(),
+	    alt=[Outcome((400,), "closed", 0), Outcome((505,), "closed", 0)])
 	m("tls", "a TLS ClientHello on the plain-text port",
 	    b"\x16\x03\x01\x00\xa5\x01\x00\x00\xa1\x03\x03" + bytes(range(32)))
 	m("no-host", "HTTP/1.1 without Host", b"GET /m HTTP/1.1\r\n\r\n",

@@ -1,0 +1,66 @@
+/*
+ * h2_impl.h -- what h2.c (the connection) and h2_stream.c (its streams)
+ * share.  Private to the HTTP/2 edge.
+ */
+#ifndef INGRESSD_H2_IMPL_H
+#define INGRESSD_H2_IMPL_H
+
+#include <sys/queue.h>
+#include <stdint.h>
+
+#include <nghttp2/nghttp2.h>
+
+#include "deadline.h"
+
+struct conf;
+struct h2s;
+struct sock;
+struct wctx;
+
+struct h2conn {
+	struct wctx	*w;
+	struct sock	*sock;
+	nghttp2_session	*ss;
+	const struct conf *conf;	/* the snapshot it started under */
+	struct event	*resume;	/* deferred: flush, credit, free */
+	struct deadline	 timer;		/* idle, header block, or linger */
+	int		 admin;		/* came to the admin listener */
+	int		 closing;	/* free once the output is flushed */
+	int		 draining;	/* GOAWAY sent: no new streams */
+	unsigned	 nstreams;
+	LIST_HEAD(, h2s) streams;
+	char		 peer[64];
+	uint64_t	 client_key;
+	/* Flood counters, per one-second window. */
+	double		 win_start;
+	unsigned	 resets, controls;
+	unsigned	 conts;		/* CONTINUATIONs in this block */
+	int		 in_block;	/* a header block is open */
+	LIST_ENTRY(h2conn) link;
+};
+
+/* h2.c, for h2_stream.c. */
+void	h2_schedule(struct h2conn *);
+double	h2_now(struct h2conn *);
+void	h2_stream_gone(struct h2conn *);
+
+/* h2_stream.c, for h2.c's nghttp2 callbacks. */
+struct h2s *h2s_new(struct h2conn *, int32_t id);
+/* A request header (pseudo or regular); an nghttp2 return code. */
+int	h2s_header(struct h2s *, const uint8_t *name, size_t nlen,
+	    const uint8_t *value, size_t vlen);
+void	h2s_head_done(struct h2s *, int end_stream);
+void	h2s_body(struct h2s *, const uint8_t *, size_t);
+void	h2s_body_end(struct h2s *);
+/* nghttp2 closed the stream (error: its RST code, or 0). */
+void	h2s_closed(struct h2s *, uint32_t error);
+/* We sent END_STREAM on it. */
+void	h2s_sent_end(struct h2s *);
+/* Each loop pass: credit request bytes that moved on to the replica. */
+void	h2s_credit(struct h2s *);
+void	h2s_credit_all(struct h2conn *);
+/* The connection goes with the stream open: abort it, log, free. */
+void	h2s_abandon(struct h2s *);
+int	h2s_head_seen(const struct h2s *);
+
+#endif

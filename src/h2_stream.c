@@ -1,0 +1,1084 @@
+/*
+ * h2_stream.c -- one HTTP/2 stream: a request routed and proxied like
+ * front.c's, its answer sent back as HEADERS, DATA and trailers.
+ *
+ * The request head is collected into one buffer ("name\0value\0"...),
+ * then turned into the http1_request the core encodes its REQUEST from
+ * (stream.h), with :authority as Host.  Pseudo-headers, connection-
+ * specific fields and TE were checked by nghttp2 already (RFC 9113 8.2).
+ *
+ * Flow control, request: body bytes go to the core stream at once; they
+ * are consumed (the client's window reopened) only when the stream could
+ * pass them to the replica within its credit, so what waits here is at
+ * most one stream window.  Response: DATA goes through a deferred data
+ * provider that takes bytes from our buffer as nghttp2 frames them, and
+ * only then credits the replica (stream_consumed); h2.c pulls frames only
+ * while the socket's output is small.
+ *
+ * gRPC (content-type application/grpc...): grpc-timeout shortens the
+ * deadline, which then bounds the whole call (our own timer); every error
+ * made here is a grpc-status, in Trailers-Only form when no HEADERS went
+ * out yet, else in the trailers (docs/http.md, "HTTP/2 and gRPC").
+ */
+#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include <event2/buffer.h>
+#include <event2/event.h>
+
+#include "accesslog.h"
+#include "admin.h"
+#include "conf.h"
+#include "grpc.h"
+#include "h2_impl.h"
+#include "handle.h"
+#include "hfield.h"
+#include "http1.h"
+#include "metrics.h"
+#include "realip.h"
+#include "reqlog.h"
+#include "resp.h"
+#include "route.h"
+#include "stream.h"
+#include "wctx.h"
+#include "wire.h"
+#include "worker.h"
+
+#define H2S_MAX_RID	128
+#define H2S_MSG_MAX	512
+
+struct h2s {
+	struct h2conn	*c;
+	int32_t		 id;
+	LIST_ENTRY(h2s)	 link;
+
+	/* The request head: "name\0value\0" pairs, then the parsed form. */
+	char		*hbuf;
+	size_t		 hlen, hcap, hsize;
+	unsigned	 nhdr;
+	int		 head_seen;
+	int		 too_big;	/* over a limit: 431 */
+	struct http1_request req;
+	struct http1_field *fields;
+	int		 req_done;	/* END_STREAM from the client */
+	uint64_t	 unacked;	/* request bytes not consumed yet */
+
+	struct stream	*stream;
+	struct handle	*handle;
+	int		 grpc;
+	struct deadline	 call;		/* gRPC: the whole call's deadline */
+	int		 admin;		/* an admin path: answered here */
+	char		*admin_body;
+	size_t		 admin_len;
+	int		 admin_big;
+	char		*target;	/* rewritten target, deployment name */
+	char		*name;
+
+	/* The response. */
+	int		 head_sent;	/* HEADERS submitted */
+	int		 has_body;	/* ... with a data provider */
+	int		 eof;		/* no more DATA will come */
+	int		 end_sent;	/* END_STREAM went out */
+	struct evbuffer	*out;
+	char		*tbuf;		/* the replica's trailers, copied */
+	size_t		 tlen;
+	unsigned	 ntr;
+	int		 status;	/* the replica's HTTP status */
+	int		 grpc_status;	/* -1: derive at the end */
+	char		 grpc_msg[H2S_MSG_MAX];
+	int		 resp_grpc_status; /* from the replica's head; -1 */
+	char		 resp_grpc_msg[H2S_MSG_MAX];
+
+	struct reqlog	 log;
+	char		 client[64];
+	char		 request_id[H2S_MAX_RID + 1];
+	double		 t_attach;
+};
+
+static void	h2s_local(struct h2s *, int status, const char *why);
+static void	h2s_release(struct h2s *, int abort);
+
+/* The request head ------------------------------------------------------ */
+
+static void	h2s_call_cb(evutil_socket_t, short, void *);
+
+struct h2s *
+h2s_new(struct h2conn *c, int32_t id)
+{
+	struct h2s *s;
+
+	if ((s = calloc(1, sizeof(*s))) == NULL)
+		return NULL;
+	s->c = c;
+	s->id = id;
+	s->grpc_status = -1;
+	s->resp_grpc_status = -1;
+	s->log.upstream_s = -1;
+	s->log.major = 2;
+	deadline_init(&s->call, c->w->base, h2s_call_cb, s);
+	LIST_INSERT_HEAD(&c->streams, s, link);
+	return s;
+}
+
+int
+h2s_head_seen(const struct h2s *s)
+{
+	return s->head_seen;
+}
+
+static int
+h2s_put(struct h2s *s, const uint8_t *p, size_t n)
+{
+	if (s->hlen + n + 1 > s->hcap) {
+		size_t cap = (s->hlen + n + 1) * 2;
+		char *nb = realloc(s->hbuf, cap);
+
+		if (nb == NULL)
+			return -1;
+		s->hbuf = nb;
+		s->hcap = cap;
+	}
+	memcpy(s->hbuf + s->hlen, p, n);
+	s->hbuf[s->hlen + n] = '\0';
+	s->hlen += n + 1;
+	return 0;
+}
+
+/*
+ * Over max_header_list_size (counted as SETTINGS_MAX_HEADER_LIST_SIZE
+ * is: name + value + 32 per field) or limits.max_headers, the rest is
+ * ignored and the request answered 431 once its head is complete.
+ */
+int
+h2s_header(struct h2s *s, const uint8_t *name, size_t nlen,
+    const uint8_t *value, size_t vlen)
+{
+	const struct conf *conf = s->c->w->conf;
+
+	if (s->head_seen || s->too_big)
+		return 0;	/* request trailers are not forwarded */
+	s->hsize += nlen + vlen + 32;
+	if (s->hsize > conf->http2.max_header_list_size ||
+	    s->nhdr >= conf->limits.max_headers + 4) {
+		s->too_big = 1;
+		return 0;
+	}
+	if (h2s_put(s, name, nlen) == -1 || h2s_put(s, value, vlen) == -1)
+		return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
+	s->nhdr++;
+	return 0;
+}
+
+/* The buffer as an http1_request; pointers into hbuf, which stops
+ * growing now.  -1 on a missing :path (CONNECT) or no memory. */
+static int
+h2s_build(struct h2s *s)
+{
+	struct http1_request *r = &s->req;
+	const char *p = s->hbuf, *name, *value, *auth = NULL, *host = NULL;
+	size_t nl, vl, alen = 0, hlen = 0;
+	unsigned i, nf = 0;
+
+	if ((s->fields = calloc(s->nhdr + 1, sizeof(*s->fields))) == NULL)
+		return -1;
+	r->content_length = -1;
+	r->major = 2;
+	for (i = 0; i < s->nhdr; i++) {
+		name = p;
+		nl = strlen(name);
+		value = name + nl + 1;
+		vl = strlen(value);
+		p = value + vl + 1;
+		if (nl == 7 && memcmp(name, ":method", 7) == 0) {
+			r->method = value;
+			r->method_len = vl;
+		} else if (nl == 5 && memcmp(name, ":path", 5) == 0) {
+			r->target = value;
+			r->target_len = vl;
+		} else if (nl == 10 && memcmp(name, ":authority", 10) == 0) {
+			auth = value;
+			alen = vl;
+		} else if (name[0] != ':') {
+			if (nl == 4 && memcmp(name, "host", 4) == 0) {
+				host = value;
+				hlen = vl;
+			} else if (nl == 14 &&
+			    memcmp(name, "content-length", 14) == 0)
+				r->content_length = strtoll(value, NULL, 10);
+			else if (nl == 12 && memcmp(name, "content-type", 12) ==
+			    0 && grpc_is_grpc(value, vl))
+				s->grpc = 1;
+			s->fields[nf].name = name;
+			s->fields[nf].name_len = nl;
+			s->fields[nf].value = value;
+			s->fields[nf++].value_len = vl;
+		}
+	}
+	if (r->method == NULL || r->target == NULL || r->target[0] != '/')
+		return -1;
+	/* :authority is the Host (RFC 9113 8.3.1); forwarded as Host. */
+	if (auth != NULL && host == NULL) {
+		s->fields[nf].name = "host";
+		s->fields[nf].name_len = 4;
+		s->fields[nf].value = auth;
+		s->fields[nf++].value_len = alen;
+	}
+	r->host = auth != NULL ? auth : host;
+	r->host_len = auth != NULL ? alen : hlen;
+	r->fields = s->fields;
+	r->nfields = nf;
+	r->path_len = strcspn(r->target, "?");
+	r->is_head = strcmp(r->method, "HEAD") == 0;
+	r->keep_alive = 1;
+	return 0;
+}
+
+static const struct http1_field *
+h2s_field(const struct h2s *s, const char *name)
+{
+	size_t len = strlen(name);
+	unsigned i;
+
+	for (i = 0; i < s->req.nfields; i++)
+		if (s->fields[i].name_len == len &&
+		    memcmp(s->fields[i].name, name, len) == 0)
+			return &s->fields[i];
+	return NULL;
+}
+
+/* X-Request-Id from the client if it is sane, else a new one. */
+static void
+h2s_request_id(struct h2s *s)
+{
+	const struct http1_field *fl = h2s_field(s, "x-request-id");
+	size_t k;
+
+	if (fl != NULL && fl->value_len > 0 && fl->value_len <= H2S_MAX_RID) {
+		for (k = 0; k < fl->value_len; k++)
+			if (fl->value[k] <= ' ' || fl->value[k] > '~')
+				break;
+		if (k == fl->value_len) {
+			memcpy(s->request_id, fl->value, fl->value_len);
+			s->request_id[fl->value_len] = '\0';
+			return;
+		}
+	}
+	worker_request_id(s->c->w, s->request_id, sizeof(s->request_id));
+}
+
+/*
+ * The deadline: the deployment's, shortened by x-request-timeout-seconds
+ * or (gRPC) grpc-timeout, never lengthened.
+ */
+static double
+h2s_timeout(struct h2s *s, double conf_timeout)
+{
+	const struct http1_field *fl;
+	double t;
+	char *end;
+
+	if (s->grpc && (fl = h2s_field(s, "grpc-timeout")) != NULL &&
+	    grpc_timeout_parse(fl->value, fl->value_len, &t) == 0)
+		return t < conf_timeout ? t : conf_timeout;
+	if ((fl = h2s_field(s, "x-request-timeout-seconds")) == NULL)
+		return conf_timeout;
+	t = strtod(fl->value, &end);
+	if (end == fl->value || *end != '\0' || !(t > 0))
+		return conf_timeout;
+	return t < conf_timeout ? t : conf_timeout;
+}
+
+static void
+h2s_log_head(struct h2s *s)
+{
+	const struct conf *conf = s->c->w->conf;
+	const struct http1_field *fl;
+
+	s->log.t_start = h2_now(s->c);
+	s->log.method = s->req.method;
+	s->log.target = s->req.target;
+	s->log.target_len = s->req.target_len;
+	s->log.grpc = s->grpc;
+	if ((fl = h2s_field(s, "user-agent")) != NULL)
+		s->log.user_agent = fl->value;
+	if ((fl = h2s_field(s, "referer")) != NULL)
+		s->log.referer = fl->value;
+	if (conf->ntrusted_proxies != 0 && realip_trusted(conf->trusted_proxies,
+	    conf->ntrusted_proxies, s->c->peer))
+		(void)realip_client(conf->trusted_proxies,
+		    conf->ntrusted_proxies, &s->req, s->client,
+		    sizeof(s->client));
+}
+
+/* The target the replica sees: without the route's prefix if asked. */
+static const char *
+h2s_target(struct h2s *s, const struct conf_route *rt, size_t *len)
+{
+	const struct http1_request *r = &s->req;
+	const char *rest;
+	size_t restlen;
+
+	*len = r->target_len;
+	if (!rt->strip_prefix || rt->prefix_len <= 1)
+		return r->target;
+	rest = r->target + rt->prefix_len;
+	restlen = r->target_len - rt->prefix_len;
+	if (rt->prefix[rt->prefix_len - 1] == '/') {
+		rest--;
+		restlen++;
+	}
+	free(s->target);
+	if ((s->target = malloc(restlen + 2)) == NULL)
+		return r->target;
+	if (restlen == 0 || rest[0] != '/') {
+		s->target[0] = '/';
+		memcpy(s->target + 1, rest, restlen);
+		*len = restlen + 1;
+	} else {
+		memcpy(s->target, rest, restlen);
+		*len = restlen;
+	}
+	return s->target;
+}
+
+/* deployment_from routes: the handle the request names, or NULL with a
+ * 404 answered. */
+static struct handle *
+h2s_named(struct h2s *s, const struct conf_route *rt, const char **target,
+    size_t *tlen)
+{
+	struct route_pick pk;
+	struct handle *h = NULL;
+	char why[ROUTE_NAME_MAX + 64];
+
+	if (route_pick(rt, &s->req, &pk) == 0) {
+		free(s->name);
+		if ((s->name = strndup(pk.name, pk.name_len)) == NULL) {
+			h2s_local(s, 503, "out of memory");
+			return NULL;
+		}
+		s->log.deployment = s->name;
+		h = handle_get(s->c->w, s->name);
+		snprintf(why, sizeof(why), "no deployment named \"%s\"",
+		    s->name);
+	} else
+		snprintf(why, sizeof(why), "the request names no deployment");
+	if (h == NULL) {
+		h2s_local(s, 404, why);
+		return NULL;
+	}
+	if (pk.rest == NULL) {
+		*target = h2s_target(s, rt, tlen);
+	} else {
+		free(s->target);
+		if ((s->target = malloc(pk.rest_len + 2)) == NULL) {
+			h2s_local(s, 503, "out of memory");
+			return NULL;
+		}
+		s->target[0] = '/';
+		memcpy(s->target + pk.slash, pk.rest, pk.rest_len);
+		*target = s->target;
+		*tlen = pk.rest_len + pk.slash;
+	}
+	return h;
+}
+
+static const struct stream_ops h2s_stream_ops;
+
+/* Route and submit, as front_req_head does. */
+static void
+h2s_route(struct h2s *s)
+{
+	struct h2conn *c = s->c;
+	const struct conf_route *rt;
+	struct stream_info info;
+	struct handle *h;
+
+	if (admin_is_admin_path(s->req.target, s->req.path_len, c->admin)) {
+		s->admin = 1;		/* answered at the end of the body */
+		return;
+	}
+	rt = c->admin ? NULL : route_match(c->w->routes, s->req.host,
+	    s->req.host_len, s->req.target, s->req.path_len);
+	if (rt == NULL) {
+		h2s_local(s, 404, "no route for this path");
+		return;
+	}
+	s->log.route = rt->prefix;
+	memset(&info, 0, sizeof(info));
+	if (rt->from != CONF_FROM_CONF) {
+		if ((h = h2s_named(s, rt, &info.target, &info.target_len)) ==
+		    NULL)
+			return;
+	} else {
+		s->log.deployment = rt->deployment;
+		if ((h = handle_get(c->w, rt->deployment)) == NULL) {
+			s->log.reject = REJECT_NO_REPLICA;
+			h2s_local(s, 503, "unknown deployment");
+			return;
+		}
+		info.target = h2s_target(s, rt, &info.target_len);
+	}
+	info.req = &s->req;
+	info.deployment = handle_name(h);
+	info.request_id = s->request_id;
+	info.client_addr = c->peer;
+	info.timeout = h2s_timeout(s, handle_request_timeout(h));
+	if ((s->stream = stream_new(c->w, &info, &h2s_stream_ops, s)) == NULL) {
+		h2s_local(s, 503, "out of memory");
+		return;
+	}
+	if (s->grpc)
+		deadline_set(&s->call, info.timeout);
+	s->handle = h;
+	handle_hold(h);
+	handle_submit(h, s->stream);	/* may fail it at once */
+}
+
+void
+h2s_head_done(struct h2s *s, int end_stream)
+{
+	const struct conf *conf = s->c->w->conf;
+
+	s->head_seen = 1;
+	s->req_done = end_stream;
+	if (h2s_build(s) == -1) {
+		/* CONNECT (no :path): not a proxy for tunnels. */
+		nghttp2_submit_rst_stream(s->c->ss, NGHTTP2_FLAG_NONE, s->id,
+		    NGHTTP2_REFUSED_STREAM);
+		return;
+	}
+	s->req.has_body = !end_stream;
+	h2s_request_id(s);
+	h2s_log_head(s);
+	if (s->too_big || s->req.nfields > WIRE_MAX_FIELDS - 3 ||
+	    s->req.nfields > conf->limits.max_headers) {
+		h2s_local(s, 431, "request header fields too large");
+		return;
+	}
+	if (s->req.content_length > 0 &&
+	    (uint64_t)s->req.content_length > conf->limits.max_body) {
+		h2s_local(s, 413, "request body too large");
+		return;
+	}
+	h2s_route(s);
+	if (s->admin && end_stream)
+		h2s_body_end(s);
+}
+
+/* The request body ------------------------------------------------------ */
+
+static void
+h2s_admin_body(struct h2s *s, const uint8_t *p, size_t n)
+{
+	char *nb;
+
+	if (s->admin_big || s->admin_len + n > ADMIN_MAX_BODY ||
+	    (nb = realloc(s->admin_body, s->admin_len + n)) == NULL) {
+		s->admin_big = 1;
+		return;
+	}
+	s->admin_body = nb;
+	memcpy(nb + s->admin_len, p, n);
+	s->admin_len += n;
+}
+
+void
+h2s_body(struct h2s *s, const uint8_t *p, size_t n)
+{
+	s->log.bytes_in += n;
+	if (s->stream != NULL && s->log.bytes_in > s->c->w->conf->limits.max_body) {
+		h2s_release(s, 1);
+		h2s_local(s, 413, "request body too large");
+	}
+	if (s->stream == NULL) {
+		if (s->admin)
+			h2s_admin_body(s, p, n);
+		nghttp2_session_consume(s->c->ss, s->id, n);
+		return;
+	}
+	stream_body(s->stream, (const char *)p, n);
+	s->unacked += n;
+	h2s_credit(s);
+}
+
+void
+h2s_credit(struct h2s *s)
+{
+	if (s->unacked == 0 || (s->stream != NULL &&
+	    !stream_can_take_body(s->stream)))
+		return;
+	nghttp2_session_consume(s->c->ss, s->id, (size_t)s->unacked);
+	s->unacked = 0;
+}
+
+void
+h2s_credit_all(struct h2conn *c)
+{
+	struct h2s *s;
+
+	LIST_FOREACH(s, &c->streams, link)
+		h2s_credit(s);
+}
+
+static void	h2s_admin(struct h2s *);
+
+void
+h2s_body_end(struct h2s *s)
+{
+	s->req_done = 1;
+	if (s->stream != NULL)
+		stream_body_end(s->stream);
+	else if (s->admin && !s->head_sent)
+		h2s_admin(s);
+}
+
+/* The response ------------------------------------------------------------ */
+
+static int
+h2s_hop(const char *name, size_t len)
+{
+	/* Connection-specific fields may not appear in HTTP/2 (8.2.2). */
+	return hfield_hop_by_hop(name, len);
+}
+
+static int
+h2s_is(const struct wire_field *f, const char *name)
+{
+	return hfield_name_is(f->name.p, f->name.len, name);
+}
+
+/* A list of header fields for nghttp2, names lowered (HTTP/2 wants
+ * lower case); nghttp2 copies them at submit time. */
+struct h2s_nva {
+	nghttp2_nv	 nv[WIRE_MAX_FIELDS + 8];
+	unsigned	 n;
+	char		*low;
+	size_t		 lowlen, lowcap;
+};
+
+static void
+h2s_nva_add(struct h2s_nva *a, const char *name, size_t nl, const char *value,
+    size_t vl)
+{
+	size_t i;
+	char *dst;
+
+	if (a->n >= sizeof(a->nv) / sizeof(a->nv[0]) ||
+	    a->lowlen + nl > a->lowcap)
+		return;
+	dst = a->low + a->lowlen;
+	for (i = 0; i < nl; i++)
+		dst[i] = (char)tolower((unsigned char)name[i]);
+	a->lowlen += nl;
+	a->nv[a->n].name = (uint8_t *)dst;
+	a->nv[a->n].namelen = nl;
+	a->nv[a->n].value = (uint8_t *)(uintptr_t)value;
+	a->nv[a->n].valuelen = vl;
+	a->nv[a->n].flags = NGHTTP2_NV_FLAG_NONE;
+	a->n++;
+}
+
+static int
+h2s_nva_init(struct h2s_nva *a, const struct wire_field *f, unsigned n)
+{
+	unsigned i;
+
+	a->n = 0;
+	a->lowlen = 0;
+	a->lowcap = 64;
+	for (i = 0; i < n; i++)
+		a->lowcap += f[i].name.len;
+	return (a->low = malloc(a->lowcap)) == NULL ? -1 : 0;
+}
+
+/* The replica's fields that may go to an HTTP/2 client: not connection-
+ * specific ones, and for gRPC not the status (it goes in the trailers). */
+static void
+h2s_nva_fields(struct h2s *s, struct h2s_nva *a, const struct wire_field *f,
+    unsigned n, int keep_status)
+{
+	unsigned i;
+
+	for (i = 0; i < n; i++) {
+		if (h2s_hop(f[i].name.p, f[i].name.len) || f[i].name.len == 0 ||
+		    f[i].name.p[0] == ':')
+			continue;
+		if (s->grpc && !keep_status && (h2s_is(&f[i], "grpc-status") ||
+		    h2s_is(&f[i], "grpc-message")))
+			continue;
+		h2s_nva_add(a, f[i].name.p, f[i].name.len, f[i].value.p,
+		    f[i].value.len);
+	}
+}
+
+static ssize_t	h2s_read_cb(nghttp2_session *, int32_t, uint8_t *, size_t,
+		    uint32_t *, nghttp2_data_source *, void *);
+
+static void
+h2s_submit(struct h2s *s, struct h2s_nva *a, int body)
+{
+	nghttp2_data_provider prd;
+
+	prd.source.ptr = s;
+	prd.read_callback = h2s_read_cb;
+	s->head_sent = 1;
+	s->has_body = body;
+	if (nghttp2_submit_response(s->c->ss, s->id, a->nv, a->n,
+	    body ? &prd : NULL) != 0)
+		nghttp2_submit_rst_stream(s->c->ss, NGHTTP2_FLAG_NONE, s->id,
+		    NGHTTP2_INTERNAL_ERROR);
+	h2_schedule(s->c);
+}
+
+/* The grpc-status (and -message) fields the call ends with. */
+static void
+h2s_nva_status(struct h2s *s, struct h2s_nva *a, char *num, size_t numlen)
+{
+	int code = s->grpc_status;
+	const char *msg = s->grpc_msg;
+
+	if (code < 0 && s->resp_grpc_status >= 0) {
+		code = s->resp_grpc_status;
+		msg = s->resp_grpc_msg;
+	} else if (code < 0) {
+		/* A replica that sent no grpc-status: 200 and complete is
+		 * OK, anything else by the HTTP mapping. */
+		code = grpc_from_http(s->status);
+		if (code != GRPC_OK)
+			snprintf(s->grpc_msg, sizeof(s->grpc_msg),
+			    "replica answered HTTP %d", s->status);
+	}
+	s->log.grpc_status = code;
+	snprintf(num, numlen, "%d", code);
+	h2s_nva_add(a, "grpc-status", 11, num, strlen(num));
+	if (msg[0] != '\0')
+		h2s_nva_add(a, "grpc-message", 12, msg, strlen(msg));
+}
+
+/* A gRPC answer without a body: the status in the HEADERS (Trailers-Only). */
+static void
+h2s_trailers_only(struct h2s *s, const struct wire_field *f, unsigned n)
+{
+	struct h2s_nva a;
+	char num[16];
+
+	if (h2s_nva_init(&a, f, n) == -1)
+		return;
+	h2s_nva_add(&a, ":status", 7, "200", 3);
+	h2s_nva_add(&a, "content-type", 12, "application/grpc", 16);
+	h2s_nva_fields(s, &a, f, n, 0);
+	h2s_nva_status(s, &a, num, sizeof(num));
+	s->log.status = 200;
+	s->eof = 1;
+	h2s_submit(s, &a, 0);
+	free(a.low);
+}
+
+/* Remember a grpc-status the replica put in its head. */
+static void
+h2s_head_status(struct h2s *s, const struct wire_field *f, unsigned n)
+{
+	unsigned i;
+	size_t l;
+
+	for (i = 0; i < n; i++) {
+		if (h2s_is(&f[i], "grpc-status"))
+			s->resp_grpc_status = atoi(f[i].value.p);
+		else if (h2s_is(&f[i], "grpc-message")) {
+			l = f[i].value.len < H2S_MSG_MAX - 1 ? f[i].value.len :
+			    H2S_MSG_MAX - 1;
+			memcpy(s->resp_grpc_msg, f[i].value.p, l);
+			s->resp_grpc_msg[l] = '\0';
+		}
+	}
+}
+
+static void
+h2s_on_response(void *arg, int status, const struct wire_field *f,
+    unsigned n, int end)
+{
+	struct h2s *s = arg;
+	struct h2s_nva a;
+	char st[16];
+	unsigned i;
+	int rid = 0;
+
+	s->status = status;
+	if (status < 200) {
+		s->log.reject = REJECT_REPLICA_FAILED;
+		if (!end)	/* with end, on_end follows and frees it */
+			h2s_release(s, 1);
+		h2s_local(s, 502, "replica sent an interim status");
+		return;
+	}
+	if (s->grpc) {
+		h2s_head_status(s, f, n);
+		if (end || status != 200) {
+			/* No message follows, or not a gRPC answer. */
+			if (!end)
+				h2s_release(s, 1);
+			h2s_trailers_only(s, f, n);
+			return;
+		}
+	}
+	if (h2s_nva_init(&a, f, n) == -1) {
+		if (!end)
+			h2s_release(s, 1);
+		h2s_local(s, 503, "out of memory");
+		return;
+	}
+	snprintf(st, sizeof(st), "%d", status);
+	h2s_nva_add(&a, ":status", 7, st, strlen(st));
+	h2s_nva_fields(s, &a, f, n, 0);
+	for (i = 0; i < n; i++)
+		rid |= h2s_is(&f[i], "x-request-id");
+	if (!rid)
+		h2s_nva_add(&a, "x-request-id", 12, s->request_id,
+		    strlen(s->request_id));
+	s->log.status = status;
+	s->eof = end;
+	h2s_submit(s, &a, !end || s->grpc);
+	free(a.low);
+}
+
+static void
+h2s_on_data(void *arg, struct evbuffer *buf)
+{
+	struct h2s *s = arg;
+	size_t n = evbuffer_get_length(buf);
+
+	if (!s->has_body || s->eof || (s->out == NULL &&
+	    (s->out = evbuffer_new()) == NULL)) {
+		evbuffer_drain(buf, n);
+		return;
+	}
+	s->log.bytes_out += n;
+	evbuffer_add_buffer(s->out, buf);
+	nghttp2_session_resume_data(s->c->ss, s->id);
+	h2_schedule(s->c);
+}
+
+/* Copy the replica's trailers: they go out after the last DATA. */
+static void
+h2s_on_trailers(void *arg, const struct wire_field *f, unsigned n)
+{
+	struct h2s *s = arg;
+	size_t len = 0;
+	unsigned i;
+	char *p;
+
+	for (i = 0; i < n; i++)
+		len += f[i].name.len + f[i].value.len + 2;
+	free(s->tbuf);
+	s->ntr = 0;
+	if ((s->tbuf = malloc(len + 1)) == NULL)
+		return;
+	for (p = s->tbuf, i = 0; i < n; i++) {
+		memcpy(p, f[i].name.p, f[i].name.len);
+		p[f[i].name.len] = '\0';
+		p += f[i].name.len + 1;
+		memcpy(p, f[i].value.p, f[i].value.len);
+		p[f[i].value.len] = '\0';
+		p += f[i].value.len + 1;
+	}
+	s->tlen = len;
+	s->ntr = n;
+}
+
+/* The stream is over: the data provider sends what is left, then EOF. */
+static void
+h2s_finish(struct h2s *s)
+{
+	s->eof = 1;
+	if (s->has_body)
+		nghttp2_session_resume_data(s->c->ss, s->id);
+	h2_schedule(s->c);
+}
+
+static void
+h2s_on_end(void *arg)
+{
+	struct h2s *s = arg;
+
+	h2s_release(s, 0);
+	h2s_finish(s);
+}
+
+static void
+h2s_on_fail(void *arg, int status, const char *why)
+{
+	struct h2s *s = arg;
+
+	s->log.reject = stream_reject(s->stream);
+	h2s_release(s, 0);
+	h2s_local(s, status, why);
+}
+
+static void
+h2s_on_writable(void *arg)
+{
+	struct h2s *s = arg;
+
+	if (s->t_attach == 0) {
+		s->t_attach = h2_now(s->c);
+		s->log.replica = stream_replica(s->stream);
+	}
+	h2_schedule(s->c);	/* h2s_credit, after the pending body went */
+}
+
+static const struct stream_ops h2s_stream_ops = {
+	.on_response = h2s_on_response,
+	.on_data = h2s_on_data,
+	.on_end = h2s_on_end,
+	.on_trailers = h2s_on_trailers,
+	.on_fail = h2s_on_fail,
+	.on_writable = h2s_on_writable,
+};
+
+/* The trailing HEADERS: the replica's trailers, and for gRPC a status. */
+static void
+h2s_send_trailers(struct h2s *s)
+{
+	struct wire_field f[WIRE_MAX_FIELDS];
+	struct h2s_nva a;
+	const char *p = s->tbuf;
+	unsigned i, n = 0;
+	char num[16];
+	int have = 0;
+
+	for (i = 0; i < s->ntr && n < WIRE_MAX_FIELDS; i++, n++) {
+		f[n].name.p = p;
+		f[n].name.len = strlen(p);
+		p += f[n].name.len + 1;
+		f[n].value.p = p;
+		f[n].value.len = strlen(p);
+		p += f[n].value.len + 1;
+		if (h2s_is(&f[n], "grpc-status"))
+			have = 1;
+	}
+	if (h2s_nva_init(&a, f, n) == -1)
+		return;
+	h2s_nva_fields(s, &a, f, n, s->grpc_status < 0);
+	if (s->grpc && (!have || s->grpc_status >= 0)) {
+		h2s_nva_status(s, &a, num, sizeof(num));
+	} else if (have) {
+		for (i = 0; i < n; i++)
+			if (h2s_is(&f[i], "grpc-status"))
+				s->log.grpc_status = atoi(f[i].value.p);
+	}
+	nghttp2_submit_trailer(s->c->ss, s->id, a.nv, a.n);
+	free(a.low);
+}
+
+/* nghttp2 asks for DATA: what the replica sent, credited back as it
+ * leaves; deferred while there is none and the stream goes on. */
+static ssize_t
+h2s_read_cb(nghttp2_session *ss, int32_t id, uint8_t *buf, size_t len,
+    uint32_t *flags, nghttp2_data_source *src, void *u)
+{
+	struct h2s *s = src->ptr;
+	size_t n = 0;
+
+	if (s->out != NULL && (n = evbuffer_remove(s->out, buf, len)) > 0 &&
+	    s->stream != NULL)
+		stream_consumed(s->stream, n);
+	if (s->out != NULL && evbuffer_get_length(s->out) > 0)
+		return (ssize_t)n;
+	if (!s->eof)
+		return n > 0 ? (ssize_t)n : NGHTTP2_ERR_DEFERRED;
+	*flags |= NGHTTP2_DATA_FLAG_EOF;
+	if (s->grpc || s->ntr > 0) {
+		*flags |= NGHTTP2_DATA_FLAG_NO_END_STREAM;
+		h2s_send_trailers(s);
+	}
+	return (ssize_t)n;
+}
+
+/* Answers made here -------------------------------------------------------- */
+
+/*
+ * An error ingressd produced.  gRPC: a grpc-status, Trailers-Only if
+ * nothing went out yet, else in the trailers after what did.  Plain
+ * HTTP: a text/plain error as front.c's, or, mid-response, RST_STREAM
+ * (HTTP/2's way of saying the response is cut).
+ */
+static void
+h2s_local(struct h2s *s, int status, const char *why)
+{
+	struct h2s_nva a;
+	char body[512], st[16], len[24];
+	int n;
+
+	if (s->end_sent || (s->head_sent && !s->has_body))
+		return;
+	if (s->grpc) {
+		s->grpc_status = grpc_from_local(status, s->log.reject,
+		    s->log.bytes_out > 0);
+		grpc_message_encode(why != NULL ? why : "", s->grpc_msg,
+		    sizeof(s->grpc_msg));
+		if (!s->head_sent)
+			h2s_trailers_only(s, NULL, 0);
+		else
+			h2s_finish(s);
+		return;
+	}
+	if (s->head_sent) {
+		nghttp2_submit_rst_stream(s->c->ss, NGHTTP2_FLAG_NONE, s->id,
+		    NGHTTP2_INTERNAL_ERROR);
+		h2_schedule(s->c);
+		return;
+	}
+	n = snprintf(body, sizeof(body), "%d %s%s%s\n", status,
+	    resp_reason(status), why != NULL ? ": " : "", why != NULL ? why : "");
+	if (n < 0 || (size_t)n >= sizeof(body))
+		n = (int)strlen(body);
+	if ((s->out == NULL && (s->out = evbuffer_new()) == NULL) ||
+	    h2s_nva_init(&a, NULL, 0) == -1)
+		return;
+	snprintf(st, sizeof(st), "%d", status);
+	snprintf(len, sizeof(len), "%d", n);
+	h2s_nva_add(&a, ":status", 7, st, strlen(st));
+	h2s_nva_add(&a, "content-type", 12, "text/plain; charset=utf-8", 25);
+	h2s_nva_add(&a, "content-length", 14, len, strlen(len));
+	h2s_nva_add(&a, "x-request-id", 12, s->request_id,
+	    strlen(s->request_id));
+	if (status == 503)
+		h2s_nva_add(&a, "retry-after", 11, "1", 1);
+	if (!s->req.is_head)
+		evbuffer_add(s->out, body, (size_t)n);
+	s->log.status = status;
+	s->log.bytes_out += (uint64_t)n;
+	s->eof = 1;
+	h2s_submit(s, &a, !s->req.is_head);
+	free(a.low);
+}
+
+static void
+h2s_admin(struct h2s *s)
+{
+	const char *ctype = "application/json";
+	char *body = NULL, st[16], len[24];
+	struct h2s_nva a;
+	size_t blen = 0;
+	int status;
+
+	status = s->admin_big ? 413 : admin_handle(s->c->w->worker, &s->req,
+	    s->c->admin, s->admin_body, s->admin_len, &body, &blen, &ctype);
+	if (body == NULL) {
+		h2s_local(s, status, NULL);
+		return;
+	}
+	if ((s->out == NULL && (s->out = evbuffer_new()) == NULL) ||
+	    h2s_nva_init(&a, NULL, 0) == -1) {
+		free(body);
+		return;
+	}
+	snprintf(st, sizeof(st), "%d", status);
+	snprintf(len, sizeof(len), "%zu", blen);
+	h2s_nva_add(&a, ":status", 7, st, strlen(st));
+	h2s_nva_add(&a, "content-type", 12, ctype, strlen(ctype));
+	h2s_nva_add(&a, "content-length", 14, len, strlen(len));
+	if (!s->req.is_head)
+		evbuffer_add(s->out, body, blen);
+	s->log.status = status;
+	s->log.bytes_out += blen;
+	s->eof = 1;
+	h2s_submit(s, &a, !s->req.is_head);
+	free(a.low);
+	free(body);
+}
+
+/* The gRPC deadline passed: the whole call, not a gap. */
+static void
+h2s_call_cb(evutil_socket_t fd, short ev, void *arg)
+{
+	struct h2s *s = arg;
+
+	if (!deadline_expired(&s->call) || s->end_sent || s->eof)
+		return;
+	s->log.reject = REJECT_DEADLINE;
+	h2s_release(s, 1);		/* CANCEL to the replica */
+	h2s_local(s, 504, "deadline exceeded");
+}
+
+/* Lifetimes ---------------------------------------------------------------- */
+
+/* Let go of the core stream: freed when over, aborted (CANCEL to the
+ * replica, or out of its queue) when not; then the handle. */
+static void
+h2s_release(struct h2s *s, int abort)
+{
+	if (s->stream == NULL)
+		return;
+	if (abort)
+		stream_abort(s->stream);
+	else
+		stream_free(s->stream);
+	s->stream = NULL;
+	if (s->handle != NULL)
+		handle_drop(s->handle);
+	s->handle = NULL;
+	if (s->t_attach > 0)
+		s->log.upstream_s = h2_now(s->c) - s->t_attach;
+}
+
+/*
+ * The response is complete while the client still sends: RFC 9113 8.1
+ * lets us ask it to stop with RST_STREAM(NO_ERROR).
+ */
+void
+h2s_sent_end(struct h2s *s)
+{
+	s->end_sent = 1;
+	if (!s->req_done)
+		nghttp2_submit_rst_stream(s->c->ss, NGHTTP2_FLAG_NONE, s->id,
+		    NGHTTP2_NO_ERROR);
+}
+
+static void
+h2s_free(struct h2s *s)
+{
+	struct h2conn *c = s->c;
+
+	LIST_REMOVE(s, link);
+	h2s_release(s, 1);
+	if (s->log.method != NULL || s->log.status != 0) {
+		s->log.peer = s->client[0] != '\0' ? s->client : c->peer;
+		s->log.request_id = s->request_id;
+		s->log.total_s = h2_now(c) - s->log.t_start;
+		metrics_request(c->w->metrics, &s->log);
+		accesslog_write(c->w->alog, &s->log);
+	}
+	deadline_del(&s->call);
+	if (s->out != NULL)
+		evbuffer_free(s->out);
+	free(s->hbuf);
+	free(s->fields);
+	free(s->target);
+	free(s->name);
+	free(s->admin_body);
+	free(s->tbuf);
+	free(s);
+	h2_stream_gone(c);
+}
+
+void
+h2s_closed(struct h2s *s, uint32_t error)
+{
+	if (!s->end_sent) {
+		s->log.aborted = 1;
+		if (s->grpc)
+			s->log.grpc_status = GRPC_CANCELLED;
+	}
+	h2s_free(s);
+}
+
+void
+h2s_abandon(struct h2s *s)
+{
+	h2s_closed(s, NGHTTP2_CANCEL);
+}
