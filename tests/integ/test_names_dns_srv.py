@@ -173,6 +173,31 @@ class DnsSrv(unittest.TestCase):
 				    for _ in range(10)}
 				self.assertEqual(seen, {"three"})
 
+	def test_srv_name_changed_by_reload(self):
+		pa, pb = free_port(), free_port()
+		a, b = "127.0.0.2:%d" % pa, "127.0.0.3:%d" % pb
+		other = "_other._tcp.svc.test"
+		with SrvDnsmasq(HOSTS) as dns, \
+		    Replica("echo", listen=a, rid="two"), \
+		    Replica("echo", listen=b, rid="three"):
+			dns.start([(SRV, "a.test", pa, 1, 1),
+			    (other, "b.test", pb, 1, 1)])
+			conf = srv_conf(dns)
+			# Looked up rarely: only the reload makes the change.
+			conf["resolver"]["srv_interval"] = 3600
+			with Daemon(conf=conf) as d:
+				wait_until(lambda: addresses(d) == [a], 5.0,
+				    what="first answer")
+				conf["deployments"]["svc"]["dns_srv"] = other
+				harness.reload(d, conf=conf)
+				wait_until(lambda: addresses(d) == [b], 5.0,
+				    what="the new name's targets")
+				self.assertEqual(d.deployments()["svc"]["dns_srv"],
+				    other)
+				r = d.request("GET", "/svc/x")
+				self.assertEqual((r.status, r.json()["replica"]),
+				    (200, "three"))
+
 	def test_srv_nxdomain_is_unavailable_and_logged(self):
 		pa = free_port()
 		with SrvDnsmasq(HOSTS) as dns:
