@@ -8,10 +8,11 @@ set -e
 set_=${1:-run}
 case "$set_" in run|check) ;; *) echo "usage: deps.sh [run|check]" >&2; exit 2 ;; esac
 
-# Build and run: a compiler, libevent, jansson, llhttp's C sources; the
-# example replicas include a Python one; curl is the README's client.
+# Build and run: a compiler, libevent, jansson, llhttp's C sources, nghttp2
+# (the HTTP/2 front edge), c-ares (dns_srv deployments); the example
+# replicas include a Python one; curl is the README's client.
 PKGS="build-essential pkg-config libevent-dev libjansson-dev node-llhttp
-python3 curl ca-certificates libnghttp2-dev"
+libc-ares-dev libnghttp2-dev python3 curl ca-certificates"
 if [ "$set_" = check ]; then
 	# Unit tests (Check), sanitizers and fuzzers (clang, its runtimes),
 	# load generators and a reference proxy for bench, a DNS server for the

@@ -120,6 +120,8 @@ static int	conf_endpoints(struct conf_ctx *, const struct conf_key *,
 		    json_t *, void *);
 static int	conf_dns(struct conf_ctx *, const struct conf_key *, json_t *,
 		    void *);
+static int	conf_dns_srv(struct conf_ctx *, const struct conf_key *,
+		    json_t *, void *);
 static int	conf_route_from(struct conf_ctx *, const struct conf_key *,
 		    json_t *, void *);
 static int	conf_resolver(struct conf_ctx *, const struct conf_key *,
@@ -226,6 +228,8 @@ static const struct conf_key conf_route_keys[] = {
 
 static const struct conf_key conf_resolver_keys[] = {
 	{ "nameservers", conf_nameservers, 0, 0, 0, 0 },
+	{ "srv_interval", conf_seconds, offsetof(struct conf, srv_interval),
+	    0, 0, 0 },
 	{ NULL, NULL, 0, 0, 0, 0 }
 };
 
@@ -250,6 +254,7 @@ static const struct conf_key conf_deployment_keys[] = {
 	{ "spawn", conf_spawn, 0, 0, 0, 0 },
 	{ "endpoints", conf_endpoints, 0, 0, 0, 0 },
 	{ "dns", conf_dns, 0, 0, 0, 0 },
+	{ "dns_srv", conf_dns_srv, 0, 0, 0, 0 },
 	{ "max_ongoing_requests", conf_uint, D(max_ongoing), 1, 100000, 0 },
 	{ "queue", conf_uint, D(queue_max), 0, 1000000, 0 },
 	{ "queue_timeout", conf_seconds, D(queue_timeout), 0, 0,
@@ -896,7 +901,7 @@ static int
 conf_deployment(struct conf_ctx *ctx, struct conf_deployment *d,
     const char *name, json_t *v)
 {
-	json_t	*spawn, *endpoints, *dns;
+	json_t	*spawn, *endpoints, *dns, *srv;
 	int	 n;
 
 	if (!conf_name_ok(name))
@@ -911,15 +916,17 @@ conf_deployment(struct conf_ctx *ctx, struct conf_deployment *d,
 	spawn = json_object_get(v, "spawn");
 	endpoints = json_object_get(v, "endpoints");
 	dns = json_object_get(v, "dns");
-	n = (spawn != NULL) + (endpoints != NULL) + (dns != NULL);
+	srv = json_object_get(v, "dns_srv");
+	n = (spawn != NULL) + (endpoints != NULL) + (dns != NULL) +
+	    (srv != NULL);
 	if (n != 1)
 		return (conf_error(ctx, "needs exactly one of \"spawn\", "
-		    "\"endpoints\" or \"dns\""));
+		    "\"endpoints\", \"dns\" or \"dns_srv\""));
 	d->source = spawn != NULL ? CONF_SPAWN : endpoints != NULL ?
-	    CONF_ENDPOINTS : CONF_DNS;
+	    CONF_ENDPOINTS : dns != NULL ? CONF_DNS : CONF_DNS_SRV;
 	if (d->source == CONF_ENDPOINTS)
 		d->replicas = d->nendpoints;
-	else if (d->source == CONF_DNS)
+	else if (d->source == CONF_DNS || d->source == CONF_DNS_SRV)
 		d->replicas = 0;	/* as many as the name has addresses */
 	if (d->queue_timeout == 0)
 		d->queue_timeout = ctx->conf->timeouts.queue;
@@ -1032,6 +1039,34 @@ conf_dns(struct conf_ctx *ctx, const struct conf_key *k, json_t *v,
 	if (strtoul(colon + 1, NULL, 10) == 0)
 		return (conf_error(ctx, "bad address \"%s\": port must be "
 		    "1..65535", s));
+	d->dns = conf_strdup(s);
+	return (0);
+}
+
+/*
+ * An SRV name: "_service._proto.name" (RFC 2782), which carries the ports;
+ * letters, digits, '-', '_' and '.', no empty label, at most 253.
+ */
+static int
+conf_dns_srv(struct conf_ctx *ctx, const struct conf_key *k, json_t *v,
+    void *base)
+{
+	struct conf_deployment	*d = base;
+	const char		*s, *p;
+	size_t			 len;
+
+	s = json_is_string(v) ? json_string_value(v) : "";
+	len = strlen(s);
+	if (len > 0 && s[len - 1] == '.')
+		len--;		/* a rooted name */
+	p = strchr(s, '.');
+	if (len == 0 || len > 253 || s[0] != '_' || p == NULL ||
+	    p[1] != '_' || strchr(p + 1, '.') == NULL ||
+	    strspn(s, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+	    "0123456789-_.") < strlen(s) || strstr(s, "..") != NULL ||
+	    s[len - 1] == '.')
+		return (conf_error(ctx, "must be an SRV name "
+		    "\"_service._proto.name\" (ports come from its records)"));
 	d->dns = conf_strdup(s);
 	return (0);
 }
@@ -1244,6 +1279,7 @@ conf_defaults(struct conf *conf)
 	conf->timeouts.ping_interval = 5;
 	conf->timeouts.drain = 30;
 	conf->handle_idle_ttl = 300;
+	conf->srv_interval = 30;
 	conf->etcd.watch_timeout = 30;
 	conf->etcd.request_timeout = 5;
 	conf->http2.max_concurrent_streams = 100;

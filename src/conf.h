@@ -77,6 +77,7 @@ enum conf_source {
 	CONF_SPAWN,			/* ingressd runs the replicas */
 	CONF_ENDPOINTS,			/* a static list of addresses */
 	CONF_DNS,			/* every address of a DNS name */
+	CONF_DNS_SRV,			/* every target of a DNS SRV name */
 };
 
 struct conf_deployment {
@@ -86,7 +87,8 @@ struct conf_deployment {
 	unsigned	 replicas;	/* spawn: how many */
 	char		**endpoints;	/* endpoints: "host:port" or "unix:/path" */
 	unsigned	 nendpoints;
-	char		*dns;		/* dns: "name:port" */
+	char		*dns;		/* dns: "name:port"; dns_srv: the
+					 * SRV name "_svc._tcp.name" */
 	unsigned	 max_ongoing;	/* per replica; caps the replica's HELLO */
 	unsigned	 queue_max;	/* requests waiting for a replica */
 	double		 queue_timeout;	/* seconds; 0: conf timeouts.queue */
@@ -127,6 +129,8 @@ struct conf {
 	char		**nameservers;	/* resolver.nameservers; NULL: the
 					 * system's (/etc/resolv.conf) */
 	unsigned	 nnameservers;
+	double		 srv_interval;	/* resolver.srv_interval: seconds
+					 * between dns_srv lookups */
 	int		 admin_on_public; /* admin pages on public listeners */
 	char		*admin_token;	/* admin_token_file's token; NULL: none */
 	struct realip_cidr *trusted_proxies; /* X-Forwarded-For is believed */

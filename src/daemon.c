@@ -36,6 +36,7 @@
 #include "ctl.h"
 #include "daemon.h"
 #include "dns.h"
+#include "dnssrv.h"
 #include "etcd.h"
 #include "front.h"
 #include "handle.h"
@@ -338,6 +339,12 @@ daemon_start(struct daemon *d, char *err, size_t errlen)
 	}
 	if (dns_apply(d->dns, d->conf, err, errlen) == -1)
 		return -1;
+	if ((d->dnssrv = dnssrv_new(d->base, d->reg)) == NULL) {
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
+	if (dnssrv_apply(d->dnssrv, d->conf, err, errlen) == -1)
+		return -1;
 	if (d->conf->etcd.nendpoints > 0 && (d->etcd = etcd_new(d->base,
 	    d->reg, &d->conf->etcd, err, errlen)) == NULL)
 		return -1;
@@ -545,6 +552,7 @@ daemon_stop(struct daemon *d)
 	if (d->sv != NULL)
 		supervise_stop(d->sv, 2.0);
 	dns_free(d->dns);
+	dnssrv_free(d->dnssrv);
 	etcd_free(d->etcd);
 	for (i = 0; i < d->nworkers; i++)
 		worker_free(d->workers[i]);

@@ -27,6 +27,7 @@ struct daemon {
 	struct registry	*reg;
 	struct supervise *sv;
 	struct dns	*dns;		/* dns deployments' lookups */
+	struct dnssrv	*dnssrv;	/* dns_srv deployments' lookups */
 	struct etcd	*etcd;		/* registry.etcd's watch, or NULL */
 	struct worker	*workers[CONF_MAX_WORKERS];
 	unsigned	 nworkers;

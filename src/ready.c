@@ -79,7 +79,7 @@ ready_check(struct worker *w, char *why, size_t whylen)
 		rt = &conf->routes[i];
 		if (rt->from != CONF_FROM_CONF ||
 		    (cd = conf_find_deployment(conf, rt->deployment)) == NULL ||
-		    cd->source == CONF_DNS)
+		    cd->source == CONF_DNS || cd->source == CONF_DNS_SRV)
 			continue;
 		if (!ready_deployment(w, cd, why, whylen))
 			return 0;

@@ -22,7 +22,8 @@ static const char *estate_names[REG_E_NSTATES] = {
 	"idle", "connecting", "warming", "ready", "down",
 };
 
-static const char *source_names[] = { "spawn", "endpoints", "dns" };
+static const char *source_names[] = { "spawn", "endpoints", "dns",
+    "dns_srv" };
 
 void
 registry_strv_free(char **v, unsigned n)
@@ -446,7 +447,8 @@ registry_deployment_figures(struct registry *r, struct reg_deployment *d,
 	memset(&f, 0, sizeof(f));
 	f.name = d->name;
 	f.source = d->registered ? "register" : source_names[d->source];
-	if (!d->registered && d->source == CONF_DNS)
+	if (!d->registered && (d->source == CONF_DNS ||
+	    d->source == CONF_DNS_SRV))
 		f.dns = d->command;
 	f.version = d->version;
 	f.resolutions = atomic_load(&d->resolutions);

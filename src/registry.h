@@ -149,8 +149,8 @@ enum reg_result	 registry_register_ok(struct registry *, const char *name,
 enum reg_result	 registry_unregister(struct registry *, const char *name,
 		    const char *id, unsigned *version, char *err,
 		    size_t errlen);
-/* DNS (main thread): the addresses ("1.2.3.4:80", "[::1]:80") of a dns
- * deployment now, in any order; the same set changes nothing. */
+/* DNS (main thread): the addresses ("1.2.3.4:80", "[::1]:80") of a dns or
+ * dns_srv deployment now, in any order; the same set changes nothing. */
 enum reg_result	 registry_set_addresses(struct registry *, const char *name,
 		    char *const *addrs, unsigned n, char *err, size_t errlen);
 /* 0 and *out filled, or -1 when the name is unknown. */
@@ -200,7 +200,8 @@ struct reg_replica_figures {
 struct reg_figures {
 	const char	*name;
 	const char	*source;	/* spawn, endpoints, dns, register */
-	const char	*dns;		/* dns: "name:port", else NULL */
+	const char	*dns;		/* dns: "name:port", dns_srv: its
+					 * SRV name, else NULL */
 	enum reg_hstate	 state;		/* the best handle's */
 	unsigned	 handles[REG_H_NSTATES];	/* workers, by state */
 	unsigned	 version;

@@ -4,6 +4,8 @@
  * registry_figures(), like /metrics (metrics.c) is the other; it reads
  * nothing else of the registry.  The only registry file that knows jansson.
  */
+#include <string.h>
+
 #include <jansson.h>
 
 #include "registry.h"
@@ -64,7 +66,8 @@ registry_figures_json(const struct reg_figures *f)
 	    "version", (int)f->version, "queued", (int)f->queued,
 	    "handles", handles, "replicas", reps);
 	if (o != NULL && f->dns != NULL)
-		json_object_set_new(o, "dns", json_string(f->dns));
+		json_object_set_new(o, strcmp(f->source, "dns_srv") == 0 ?
+		    "dns_srv" : "dns", json_string(f->dns));
 	return o;
 }
 

@@ -483,7 +483,8 @@ registry_set_addresses(struct registry *r, const char *name,
 
 	pthread_mutex_lock(&r->wlock);
 	d = registry_index_find(&r->cidx, name);
-	if (d == NULL || d->source != CONF_DNS) {
+	if (d == NULL || (d->source != CONF_DNS &&
+	    d->source != CONF_DNS_SRV)) {
 		snprintf(err, errlen, "no dns deployment named %s", name);
 		rv = REG_ENOENT;
 		goto out;

@@ -44,7 +44,7 @@ registry_command(const struct conf_deployment *cd)
 	size_t i, len = 1;
 	char *s;
 
-	if (cd->source == CONF_DNS)
+	if (cd->source == CONF_DNS || cd->source == CONF_DNS_SRV)
 		return strdup(cd->dns);
 	if (cd->source != CONF_SPAWN)
 		return strdup("");
@@ -71,7 +71,7 @@ registry_same_endpoints(const struct reg_deployment *d,
 	if (cd->source == CONF_SPAWN)
 		return strcmp(d->command, command) == 0 &&
 		    d->replicas == cd->replicas;
-	if (cd->source == CONF_DNS)
+	if (cd->source == CONF_DNS || cd->source == CONF_DNS_SRV)
 		return strcmp(d->command, command) == 0;
 	if (d->neps != cd->nendpoints)
 		return 0;

@@ -19,6 +19,7 @@
 #include "ctl.h"
 #include "daemon.h"
 #include "dns.h"
+#include "dnssrv.h"
 #include "handle.h"
 #include "log.h"
 #include "metrics.h"
@@ -237,6 +238,8 @@ reload_commit(struct daemon *d, struct conf *conf,
 	if (supervise_apply(d->sv, conf, job->gen, err, sizeof(err)) == -1)
 		log_warnx("reload %u: %s", job->gen, err);
 	if (dns_apply(d->dns, conf, err, sizeof(err)) == -1)
+		log_warnx("reload %u: %s", job->gen, err);
+	if (dnssrv_apply(d->dnssrv, conf, err, sizeof(err)) == -1)
 		log_warnx("reload %u: %s", job->gen, err);
 	reload_log_changes(job->gen, ch, nch);
 	/* Each worker takes its own reference when it switches; the job

@@ -563,15 +563,23 @@ static const struct {
 	    "deployments.echo: must be an object" },
 	{ "{" ROUTES ", \"deployments\": {\"echo\": {}}}",
 	    "deployments.echo: needs exactly one of \"spawn\", "
-	    "\"endpoints\" or \"dns\"" },
+	    "\"endpoints\", \"dns\" or \"dns_srv\"" },
 	{ "{" ROUTES ", \"deployments\": {\"echo\": {\"spawn\": {\"command\":"
 	    " [\"x\"]}, \"endpoints\": [\"127.0.0.1:1\"]}}}",
 	    "deployments.echo: needs exactly one of \"spawn\", "
-	    "\"endpoints\" or \"dns\"" },
+	    "\"endpoints\", \"dns\" or \"dns_srv\"" },
 	{ "{" ROUTES ", \"deployments\": {\"echo\": {\"dns\": \"a.example:1\","
 	    " \"endpoints\": [\"127.0.0.1:1\"]}}}",
 	    "deployments.echo: needs exactly one of \"spawn\", "
-	    "\"endpoints\" or \"dns\"" },
+	    "\"endpoints\", \"dns\" or \"dns_srv\"" },
+	{ "{" ROUTES ", \"deployments\": {\"echo\": {\"dns_srv\": "
+	    "\"a.example:1\"}}}",
+	    "deployments.echo.dns_srv: must be an SRV name "
+	    "\"_service._proto.name\" (ports come from its records)" },
+	{ "{" ROUTES ", \"resolver\": {\"srv_interval\": -1}, "
+	    "\"deployments\": {}}",
+	    "resolver.srv_interval: must be a number of seconds > 0 and "
+	    "<= 86400" },
 	{ "{" ROUTES ", \"deployments\": {\"echo\": {\"dns\": 5}}}",
 	    "deployments.echo.dns: must be \"name:port\" with a DNS name" },
 	{ "{" ROUTES ", \"deployments\": {\"echo\": {\"dns\": "
