@@ -60,21 +60,6 @@ h2_sniff(const void *p, size_t n)
 	return n < 16 ? -1 : 1;
 }
 
-void
-h2_schedule(struct h2conn *c)
-{
-	event_active(c->resume, 0, 0);
-}
-
-double
-h2_now(struct h2conn *c)
-{
-	struct timeval tv;
-
-	event_base_gettimeofday_cached(c->w->base, &tv);
-	return (double)tv.tv_sec + (double)tv.tv_usec / 1e6;
-}
-
 /* The idle or header-block timer, from the connection's state. */
 static void
 h2_rearm(struct h2conn *c)
@@ -107,7 +92,7 @@ h2_goaway(struct h2conn *c)
 	h2_schedule(c);
 }
 
-void
+static void
 h2_stream_gone(struct h2conn *c)
 {
 	c->nstreams--;
@@ -513,6 +498,7 @@ h2_accept(struct wctx *w, struct sock *sock, const char *peer, int admin,
 	c->sock = sock;
 	c->admin = admin;
 	c->client_key = client_key;
+	c->stream_gone = h2_stream_gone;
 	LIST_INIT(&c->streams);
 	snprintf(c->peer, sizeof(c->peer), "%s", peer);
 	if ((c->resume = event_new(w->base, -1, 0, h2_resume_cb, c)) == NULL ||

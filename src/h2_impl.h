@@ -8,9 +8,11 @@
 #include <sys/queue.h>
 #include <stdint.h>
 
+#include <event2/event.h>
 #include <nghttp2/nghttp2.h>
 
 #include "deadline.h"
+#include "wctx.h"
 
 struct conf;
 struct h2s;
@@ -36,13 +38,28 @@ struct h2conn {
 	unsigned	 resets, controls;
 	unsigned	 conts;		/* CONTINUATIONs in this block */
 	int		 in_block;	/* a header block is open */
+	/* h2.c's, for a stream that ends: the stream layer calls the
+	 * connection back only through this pointer. */
+	void		(*stream_gone)(struct h2conn *);
 	LIST_ENTRY(h2conn) link;
 };
 
-/* h2.c, for h2_stream.c. */
-void	h2_schedule(struct h2conn *);
-double	h2_now(struct h2conn *);
-void	h2_stream_gone(struct h2conn *);
+/* Run the connection's deferred work (flush, credit, free) this pass. */
+static inline void
+h2_schedule(struct h2conn *c)
+{
+	event_active(c->resume, 0, 0);
+}
+
+/* The loop's cached time, in seconds. */
+static inline double
+h2_now(struct h2conn *c)
+{
+	struct timeval tv;
+
+	event_base_gettimeofday_cached(c->w->base, &tv);
+	return (double)tv.tv_sec + (double)tv.tv_usec / 1e6;
+}
 
 /* h2_stream.c, for h2.c's nghttp2 callbacks. */
 struct h2s *h2s_new(struct h2conn *, int32_t id);

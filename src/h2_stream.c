@@ -1063,7 +1063,7 @@ h2s_free(struct h2s *s)
 	free(s->admin_body);
 	free(s->tbuf);
 	free(s);
-	h2_stream_gone(c);
+	c->stream_gone(c);
 }
 
 void
