@@ -56,6 +56,8 @@ enum reg_estate {
 struct reg_endpoint {
 	struct net_addr	 addr;
 	char		 id[64];	/* replica id: "echo-0" or the address */
+	char		 protocol[8];	/* its upstream edge (upconn.h): "wire"
+					 * when empty, "http" */
 	_Atomic unsigned max_ongoing;	/* cap from the conf; a reload may
 					 * change it for the next connection */
 	/* Live figures: written only through registry_publish_* (below and
