@@ -125,10 +125,12 @@ static const int admin_reg_status[] = {
 	[REG_ENOMEM] = 500,
 };
 
-/* The PUT body: {"address": "...", "max_ongoing_requests": N}. */
+/* The PUT body: {"address": "...", "max_ongoing_requests": N,
+ * "protocol": "wire" | "http"}. */
 static int
 admin_put_body(const char *reqbody, size_t reqlen, const char **address,
-    json_int_t *max, json_t **doc, char *err, size_t errlen)
+    json_int_t *max, const char **proto, json_t **doc, char *err,
+    size_t errlen)
 {
 	json_error_t jerr;
 	const char *key;
@@ -148,6 +150,10 @@ admin_put_body(const char *reqbody, size_t reqlen, const char **address,
 	json_object_foreach(*doc, key, v) {
 		if (strcmp(key, "address") == 0 && json_is_string(v))
 			*address = json_string_value(v);
+		else if (strcmp(key, "protocol") == 0 && json_is_string(v) &&
+		    (strcmp(json_string_value(v), "wire") == 0 ||
+		    strcmp(json_string_value(v), "http") == 0))
+			*proto = json_string_value(v);
 		else if (strcmp(key, "max_ongoing_requests") == 0 &&
 		    json_is_integer(v) && json_integer_value(v) >= 1 &&
 		    json_integer_value(v) <= 100000)
@@ -156,7 +162,10 @@ admin_put_body(const char *reqbody, size_t reqlen, const char **address,
 			snprintf(err, errlen, "body: %s: %s", key,
 			    strcmp(key, "address") == 0 ? "must be a string" :
 			    strcmp(key, "max_ongoing_requests") == 0 ?
-			    "must be an integer in 1..100000" : "unknown key");
+			    "must be an integer in 1..100000" :
+			    strcmp(key, "protocol") == 0 ? "must be \"wire\" or "
+			    "\"http\" (\"h2c\" is reserved, not supported yet)" :
+			    "unknown key");
 			return -1;
 		}
 	}
@@ -171,26 +180,27 @@ static int
 admin_register(struct worker *w, const char *name, const char *id,
     const char *reqbody, size_t reqlen, char **body, size_t *len)
 {
-	const char *address = NULL;
+	const char *address = NULL, *proto = "wire";
 	json_int_t max;
 	json_t *doc;
 	enum reg_result rv;
 	unsigned version;
 	char err[512];
 
-	if (admin_put_body(reqbody, reqlen, &address, &max, &doc, err,
+	if (admin_put_body(reqbody, reqlen, &address, &max, &proto, &doc, err,
 	    sizeof(err)) == -1) {
 		json_decref(doc);
 		return admin_error(400, err, body, len);
 	}
-	rv = registry_register(worker_registry(w), name, id, address,
-	    (unsigned)max, &version, err, sizeof(err));
+	rv = registry_register_proto(worker_registry(w), name, id, address,
+	    proto, (unsigned)max, &version, err, sizeof(err));
 	if (rv != REG_OK && rv != REG_UNCHANGED) {
 		json_decref(doc);
 		return admin_error(admin_reg_status[rv], err, body, len);
 	}
-	if (admin_json(json_pack("{s:s, s:s, s:s, s:I, s:i, s:b}",
+	if (admin_json(json_pack("{s:s, s:s, s:s, s:s, s:I, s:i, s:b}",
 	    "deployment", name, "replica", id, "address", address,
+	    "protocol", proto,
 	    "max_ongoing_requests", max, "version", (int)version,
 	    "changed", rv == REG_OK), body, len) != 200) {
 		json_decref(doc);
