@@ -37,6 +37,7 @@
 #include "daemon.h"
 #include "dns.h"
 #include "front.h"
+#include "hup.h"
 #include "handle.h"
 #include "log.h"
 #include "metrics.h"
@@ -287,7 +288,7 @@ daemon_start_workers(struct daemon *d, char *err, size_t errlen)
 static int
 daemon_edges(char *err, size_t errlen)
 {
-	if (upstream_register() == -1) {
+	if (upstream_register() == -1 || hup_register() == -1) {
 		snprintf(err, errlen, "cannot register the upstream edges");
 		return -1;
 	}
