@@ -345,10 +345,10 @@ hup_body(struct hup_parse *p, const char *q, size_t n, size_t *used)
 		return HUP_MORE;
 	}
 	if (e == HPE_PAUSED && p->complete) {
+		/* Bytes past the end stay unused: the caller judges them (a
+		 * next feed fails), after the response went out whole. */
 		*used = (size_t)(llhttp_get_error_pos(&p->ll) - q);
 		p->phase = HP_DONE;
-		if (*used < n)
-			return hup_fail(p, "bytes after a complete response");
 		return HUP_DONE;
 	}
 	*used = 0;
