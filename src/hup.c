@@ -173,10 +173,10 @@ hup_park(struct hup *h)
 {
 	struct hup_conn *c;
 
+	h->probe = NULL;	/* closing it is no failed check */
 	while ((c = TAILQ_FIRST(&h->busy)) != NULL)
 		hup_conn_close(c, 0, "no longer used");
 	hup_close_idle(h, "no longer used");
-	h->probe = NULL;
 	evtimer_del(h->timer);
 	log_debug("worker %u: replica %s: released", h->w->id, h->ep->id);
 	hup_set_state(h, REG_E_IDLE);

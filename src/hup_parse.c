@@ -37,8 +37,9 @@ struct hup_parse {
 	const char	*error;
 	void		(*on_body)(void *, const char *, size_t);
 	void		*arg;
-	char		 buf[HUP_MAX_HEAD];	/* the head, as received */
-	size_t		 len;
+	char		*buf;		/* the head, as received; grows */
+	size_t		 len;		/* to HUP_MAX_HEAD, kept for reuse */
+	size_t		 cap;
 	struct wire_field fields[HUP_MAX_FIELDS];
 	struct hup_resp	 resp;
 };
@@ -92,7 +93,30 @@ hup_parse_new(void (*on_body)(void *, const char *, size_t), void *arg)
 void
 hup_parse_free(struct hup_parse *p)
 {
+	if (p != NULL)
+		free(p->buf);
 	free(p);
+}
+
+/* Room for one more head byte: 0, or -1 (over the limit, or no memory). */
+static int
+hup_room(struct hup_parse *p)
+{
+	size_t ncap;
+	char *nb;
+
+	if (p->len < p->cap)
+		return 0;
+	if (p->cap >= HUP_MAX_HEAD)
+		return -1;
+	ncap = p->cap ? p->cap * 2 : 1024;
+	if (ncap > HUP_MAX_HEAD)
+		ncap = HUP_MAX_HEAD;
+	if ((nb = realloc(p->buf, ncap)) == NULL)
+		return -1;
+	p->buf = nb;
+	p->cap = ncap;
+	return 0;
 }
 
 void
@@ -146,7 +170,7 @@ hup_scan(struct hup_parse *p, const char *q, size_t n, int *end)
 			    "control character in the response head");
 			return i;
 		}
-		if (p->len == sizeof(p->buf)) {
+		if (hup_room(p) == -1) {
 			hup_fail(p, "response head too large");
 			return i;
 		}

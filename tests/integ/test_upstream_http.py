@@ -11,7 +11,7 @@ import time
 import unittest
 
 from harness import (Conn, Daemon, HTTPError, RssSampler, base_conf,
-    free_port, metric, scrape, timeout, wait_until)
+    free_port, metric, request, scrape, timeout, wait_until)
 from http_backends import Hostile, Nginx, Origin, Uvicorn, wait_ready
 
 
@@ -287,6 +287,29 @@ class Failures(unittest.TestCase):
 				for _ in range(30):
 					r = d.request("GET", "/py/hello")
 					self.assertEqual(r.status, 200, r)
+
+	def test_registered_http_replica(self):
+		"""PUT {"protocol": "http"} makes any HTTP server a replica of a
+		name with no conf entry; "h2c" is refused with a reason."""
+		with Origin() as o, Daemon(conf=http_conf({}, routes=[{
+		    "prefix": "/models/", "deployment_from": "path"}])) as d:
+			put = json.dumps({"address": o.address,
+			    "protocol": "http"}).encode()
+			r = request(d.admin_port, "PUT",
+			    "/-/deployments/m/replicas/r1", body=put)
+			self.assertEqual(r.status, 200, r)
+			self.assertEqual(r.json()["protocol"], "http")
+			r = d.request("GET", "/models/m/hello")
+			self.assertEqual(r.status, 200, r)
+			self.assertEqual(r.json()["path"], "/hello")
+			rep = d.deployments()["m"]["replicas"][0]
+			self.assertEqual((rep["id"], rep["protocol"]), ("r1",
+			    "http"))
+			r = request(d.admin_port, "PUT",
+			    "/-/deployments/m/replicas/r2", body=json.dumps({
+			    "address": o.address, "protocol": "h2c"}).encode())
+			self.assertEqual(r.status, 400, r)
+			self.assertIn(b"reserved", r.body)
 
 	def test_conf_protocol_errors(self):
 		for dep, want in (
