@@ -208,7 +208,8 @@ install: all
 	    $(DESTDIR)$(LIBDIR)/pkgconfig/ingressd-replica.pc
 	chmod 644 $(DESTDIR)$(LIBDIR)/pkgconfig/ingressd-replica.pc
 	install -m 644 conf/ingressd.logrotate $(DESTDIR)/etc/logrotate.d/ingressd
-	[ -f $(ETC_CONF) ] || { sed 's|"build/replica-|"$(PREFIX)/lib/ingressd/replica-|' \
+	[ -f $(ETC_CONF) ] || { sed -e 's|"build/replica-|"$(PREFIX)/lib/ingressd/replica-|' \
+	    -e 's|"--directory", "docs"|"--directory", "$(PREFIX)/share/doc/ingressd"|' \
 	    conf/ingressd.json > $(ETC_CONF).tmp && chmod 644 $(ETC_CONF).tmp && \
 	    mv $(ETC_CONF).tmp $(ETC_CONF); }
 	for u in ingressd.service ingressd.socket; do \

@@ -29,8 +29,8 @@ import time
 import urllib.error
 import urllib.request
 
-TARGETS = ["ingressd", "haproxy", "nginx-proxy", "h2o", "nginx-uwsgi",
-           "nginx-direct"]
+TARGETS = ["ingressd", "ingressd-http", "haproxy", "nginx-proxy", "h2o",
+           "nginx-uwsgi", "nginx-direct"]
 STREAM_TARGETS = ["ingressd", "haproxy", "nginx-proxy", "h2o", "direct"]
 TOOLS = ["wrk", "wrk1", "wrk1k", "ab", "abk"]
 MODES = ["down", "down-chunked", "up", "up-chunked"]
@@ -39,6 +39,8 @@ REFS = [("nginx-proxy", "x nginx-proxy"), ("haproxy", "x haproxy"),
 TARGET_NOTE = {
     "ingressd": "ingressd /hello -> replica-hello (wire protocol over a "
                 "unix socket, one connection multiplexed)",
+    "ingressd-http": "ingressd -> origin nginx (\"protocol\": \"http\", "
+                     "keep-alive pool)",
     "haproxy": "HAProxy -> origin nginx (keep-alive, http-reuse always)",
     "nginx-proxy": "nginx proxy_pass -> origin nginx (HTTP/1.1, upstream "
                    "keepalive %(NGINX_KEEPALIVE)s)",
@@ -103,6 +105,31 @@ def cmd_ingressd_conf(args):
             "spawn": {"command": [os.path.abspath(args.sleep_replica)],
                       "replicas": 1},
         }
+    with open(args.out, "w") as f:
+        json.dump(conf, f, indent=2)
+        f.write("\n")
+    return 0
+
+
+def cmd_ingressd_http_conf(args):
+    """ingressd in front of the origin nginx, like the other proxies."""
+    workers = args.workers if args.workers == "auto" else int(args.workers)
+    conf = {
+        "listen": ["127.0.0.1:%d" % args.port],
+        "workers": workers,
+        "runtime_dir": os.path.abspath(args.runtime_dir),
+        "log_level": "warn",
+        "limits": {"max_body": 1 << 40},
+        "routes": [{"prefix": "/", "deployment": "origin"}],
+        "deployments": {
+            "origin": {
+                "endpoints": [args.origin],
+                "protocol": "http",
+                "max_ongoing_requests": 1024,
+                "idle_timeout": 60,
+            }
+        },
+    }
     with open(args.out, "w") as f:
         json.dump(conf, f, indent=2)
         f.write("\n")
@@ -1214,6 +1241,13 @@ def main():
     p.add_argument("--workers", default="1", help="an integer or auto")
     p.add_argument("--out", required=True)
     p.set_defaults(fn=cmd_ingressd_conf)
+    p = sub.add_parser("ingressd-http-conf")
+    p.add_argument("--port", type=int, required=True)
+    p.add_argument("--runtime-dir", required=True)
+    p.add_argument("--workers", default="1")
+    p.add_argument("--origin", required=True)
+    p.add_argument("--out", required=True)
+    p.set_defaults(fn=cmd_ingressd_http_conf)
     p = sub.add_parser("replica-pids")
     p.add_argument("admin", help="HOST:PORT of the admin listener")
     p.add_argument("--deployment", help="only this deployment's replicas")

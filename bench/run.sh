@@ -4,6 +4,7 @@
 #
 # Targets, all answering GET /hello with the 12 bytes "Hello world!":
 #   ingressd      build/ingressd -> build/replica-hello (wire protocol, unix)
+#   ingressd-http build/ingressd ("protocol": "http") -> origin nginx
 #   haproxy       HAProxy (http-reuse always) -> origin nginx
 #   nginx-proxy   nginx proxy_pass (upstream keepalive) -> origin nginx
 #   h2o           h2o (Debian 12: 2.2.5) -> origin nginx
@@ -67,7 +68,7 @@ PY="${PYTHON:-python3} bench/bench.py"
 PIDS=""			# every server we started, stopped on exit
 REPLICA_PIDS=""		# ingressd's children, in case it leaves them behind
 HELLO_PIDS="" SLEEP_PIDS=""
-INGRESSD_PID="" ORIGIN_PID="" PROXY_PID="" HAPROXY_PID="" H2O_PID=""
+INGRESSD_PID="" IHTTP_PID="" ORIGIN_PID="" PROXY_PID="" HAPROXY_PID="" H2O_PID=""
 UWSGI_PID="" UNGINX_PID="" SINK_PID="" PERF_PIDS=""
 TMP=""
 
@@ -87,7 +88,8 @@ for t in $TOOLS; do
 	case $t in wrk|wrk1|wrk1k|ab|abk) ;; *) die "TOOLS: unknown '$t'" ;; esac
 done
 for t in $TARGETS; do
-	case $t in ingressd|haproxy|nginx-proxy|h2o|nginx-uwsgi|nginx-direct) ;;
+	case $t in ingressd|ingressd-http|haproxy|nginx-proxy|h2o|nginx-uwsgi|\
+	    nginx-direct) ;;
 	*) die "TARGETS: unknown '$t'" ;; esac
 done
 for t in $COUNT_TOOLS; do
@@ -386,10 +388,24 @@ start_ingressd() {
 	return 0
 }
 
+# ingressd as an HTTP proxy: the origin nginx as an HTTP replica.
+start_ingressd_http() {
+	mkdir -p "$TMP/ingressd-http/run"
+	$PY ingressd-http-conf --port "$P_SPARE" --workers "$WORKERS" \
+	    --runtime-dir "$TMP/ingressd-http/run" \
+	    --origin "127.0.0.1:$P_ORIGIN" --out "$TMP/ingressd-http/bench.json"
+	$PIN_SERVER "$BUILD/ingressd" -c "$TMP/ingressd-http/bench.json" \
+	    >"$RAW/ingressd-http.log" 2>&1 &
+	IHTTP_PID=$!
+	PIDS="$IHTTP_PID $PIDS"
+	check_hello ingressd-http "$IHTTP_PID" "$RAW/ingressd-http.log"
+}
+
 # Servers target T needs, started once each.
 start_target() {
 	case $1 in
 	ingressd)	start_ingressd ;;
+	ingressd-http)	[ $ORIGIN_OK = 1 ] && start_ingressd_http ;;
 	haproxy)	[ $ORIGIN_OK = 1 ] && start_haproxy ;;
 	nginx-proxy)	[ $ORIGIN_OK = 1 ] && start_proxy ;;
 	h2o)		[ $ORIGIN_OK = 1 ] && start_h2o ;;
@@ -401,6 +417,7 @@ start_target() {
 url_of() {
 	case $1 in
 	ingressd)	echo "http://127.0.0.1:$P_INGRESSD/hello" ;;
+	ingressd-http)	echo "http://127.0.0.1:$P_SPARE/hello" ;;
 	haproxy)	echo "http://127.0.0.1:$P_HAPROXY/hello" ;;
 	nginx-proxy)	echo "http://127.0.0.1:$P_PROXY/hello" ;;
 	h2o)		echo "http://127.0.0.1:$P_H2O/hello" ;;
@@ -413,6 +430,7 @@ url_of() {
 proxy_main() {
 	case $1 in
 	ingressd)	echo "$INGRESSD_PID" ;;
+	ingressd-http)	echo "$IHTTP_PID" ;;
 	haproxy)	echo "$HAPROXY_PID" ;;
 	nginx-proxy)	echo "$PROXY_PID" ;;
 	h2o)		echo "$H2O_PID" ;;
@@ -435,7 +453,7 @@ proxy_pids() {
 backend_pids() {
 	case $1 in
 	ingressd)	echo $HELLO_PIDS ;;
-	haproxy|nginx-proxy|h2o)
+	haproxy|nginx-proxy|h2o|ingressd-http)
 			echo "$ORIGIN_PID" $(pgrep -P "$ORIGIN_PID") ;;
 	nginx-uwsgi)	echo "$UWSGI_PID" $(pgrep -P "$UWSGI_PID") ;;
 	nginx-direct)	;;
@@ -683,7 +701,8 @@ if [ -n "$STREAM" ]; then
 	start_sink
 fi
 ORIGIN_OK=0
-case " $TARGETS " in *" haproxy "*|*" nginx-proxy "*|*" h2o "*|*" nginx-direct "*)
+case " $TARGETS " in *" haproxy "*|*" nginx-proxy "*|*" h2o "*|*" nginx-direct "*|\
+    *" ingressd-http "*)
 	start_origin && ORIGIN_OK=1 ;;
 esac
 ACTIVE=""
@@ -794,6 +813,6 @@ done
 $PY report --raw "$RAW" --md "$OUT/results.md" --json "$OUT/results.json"
 st=$?
 log "results: $OUT/results.md, raw outputs: $RAW/"
-case " $ACTIVE " in *" ingressd "*) ;; *) exit 1 ;; esac
+case " $ACTIVE " in *" ingressd "*|*" ingressd-http "*) ;; *) exit 1 ;; esac
 [ $st -eq 0 ] || exit 1
 exit 0

@@ -126,10 +126,12 @@ static const int admin_reg_status[] = {
 	[REG_ENOMEM] = 500,
 };
 
-/* The PUT body: {"address": "...", "max_ongoing_requests": N}. */
+/* The PUT body: {"address": "...", "max_ongoing_requests": N,
+ * "protocol": "wire" | "http"}. */
 static int
 admin_put_body(const char *reqbody, size_t reqlen, const char **address,
-    json_int_t *max, json_t **doc, char *err, size_t errlen)
+    json_int_t *max, const char **proto, json_t **doc, char *err,
+    size_t errlen)
 {
 	json_error_t jerr;
 	const char *key;
@@ -149,6 +151,10 @@ admin_put_body(const char *reqbody, size_t reqlen, const char **address,
 	json_object_foreach(*doc, key, v) {
 		if (strcmp(key, "address") == 0 && json_is_string(v))
 			*address = json_string_value(v);
+		else if (strcmp(key, "protocol") == 0 && json_is_string(v) &&
+		    (strcmp(json_string_value(v), "wire") == 0 ||
+		    strcmp(json_string_value(v), "http") == 0))
+			*proto = json_string_value(v);
 		else if (strcmp(key, "max_ongoing_requests") == 0 &&
 		    json_is_integer(v) && json_integer_value(v) >= 1 &&
 		    json_integer_value(v) <= 100000)
@@ -157,7 +163,10 @@ admin_put_body(const char *reqbody, size_t reqlen, const char **address,
 			snprintf(err, errlen, "body: %s: %s", key,
 			    strcmp(key, "address") == 0 ? "must be a string" :
 			    strcmp(key, "max_ongoing_requests") == 0 ?
-			    "must be an integer in 1..100000" : "unknown key");
+			    "must be an integer in 1..100000" :
+			    strcmp(key, "protocol") == 0 ? "must be \"wire\" or "
+			    "\"http\" (\"h2c\" is reserved, not supported yet)" :
+			    "unknown key");
 			return -1;
 		}
 	}
@@ -175,7 +184,8 @@ admin_put_body(const char *reqbody, size_t reqlen, const char **address,
  */
 static int
 admin_etcd_put(struct worker *w, const char *name, const char *id,
-    const char *address, json_int_t max, char **body, size_t *len)
+    const char *address, const char *proto, json_int_t max, char **body,
+    size_t *len)
 {
 	const struct conf_etcd *e = &worker_conf(w)->etcd;
 	char err[512], *key, *value;
@@ -188,8 +198,9 @@ admin_etcd_put(struct worker *w, const char *name, const char *id,
 	    err, sizeof(err))) != REG_OK)
 		return admin_error(admin_reg_status[rv], err, body, len);
 	key = etcd_kv_key(e->prefix, name, id);
-	value = json_dumps(json_pack("{s:s, s:I}", "address", address,
-	    "max_ongoing_requests", max), JSON_COMPACT | JSON_SORT_KEYS);
+	value = json_dumps(json_pack("{s:s, s:I, s:s}", "address", address,
+	    "max_ongoing_requests", max, "protocol", proto),
+	    JSON_COMPACT | JSON_SORT_KEYS);
 	rc = key != NULL && value != NULL ? etcd_kv_put(e, key, value, err,
 	    sizeof(err)) : -1;
 	if (key == NULL || value == NULL)
@@ -225,7 +236,7 @@ static int
 admin_register(struct worker *w, const char *name, const char *id,
     const char *reqbody, size_t reqlen, char **body, size_t *len)
 {
-	const char *address = NULL;
+	const char *address = NULL, *proto = "wire";
 	json_int_t max;
 	json_t *doc;
 	enum reg_result rv;
@@ -233,24 +244,27 @@ admin_register(struct worker *w, const char *name, const char *id,
 	char err[512];
 	int rc;
 
-	if (admin_put_body(reqbody, reqlen, &address, &max, &doc, err,
+	if (admin_put_body(reqbody, reqlen, &address, &max, &proto, &doc, err,
 	    sizeof(err)) == -1) {
 		json_decref(doc);
 		return admin_error(400, err, body, len);
 	}
-	if ((rc = admin_etcd_put(w, name, id, address, max, body, len)) !=
+	if ((rc = admin_etcd_put(w, name, id, address, proto, max, body,
+	    len)) !=
 	    0) {
 		json_decref(doc);
 		return rc;
 	}
-	rv = registry_register(worker_registry(w), name, id, address,
-	    (unsigned)max, &version, err, sizeof(err));
+
+	rv = registry_register_proto(worker_registry(w), name, id, address,
+	    proto, (unsigned)max, &version, err, sizeof(err));
 	if (rv != REG_OK && rv != REG_UNCHANGED) {
 		json_decref(doc);
 		return admin_error(admin_reg_status[rv], err, body, len);
 	}
-	if (admin_json(json_pack("{s:s, s:s, s:s, s:I, s:i, s:b}",
+	if (admin_json(json_pack("{s:s, s:s, s:s, s:s, s:I, s:i, s:b}",
 	    "deployment", name, "replica", id, "address", address,
+	    "protocol", proto,
 	    "max_ongoing_requests", max, "version", (int)version,
 	    "changed", rv == REG_OK), body, len) != 200) {
 		json_decref(doc);

@@ -140,6 +140,12 @@ static int	conf_etcd_path(struct conf_ctx *, const struct conf_key *,
 		    json_t *, void *);
 static int	conf_trusted_proxies(struct conf_ctx *,
 		    const struct conf_key *, json_t *, void *);
+static int	conf_protocol(struct conf_ctx *, const struct conf_key *,
+		    json_t *, void *);
+static int	conf_health(struct conf_ctx *, const struct conf_key *,
+		    json_t *, void *);
+static int	conf_health_path(struct conf_ctx *, const struct conf_key *,
+		    json_t *, void *);
 
 #define T(f)	offsetof(struct conf, f)
 static const struct conf_key conf_top_keys[] = {
@@ -262,6 +268,17 @@ static const struct conf_key conf_deployment_keys[] = {
 	{ "request_timeout", conf_seconds, D(request_timeout), 0, 0,
 	    CONF_ZERO_OK },
 	{ "prewarm", conf_bool, D(prewarm), 0, 0, 0 },
+	{ "protocol", conf_protocol, D(protocol), 0, 0, 0 },
+	{ "health", conf_health, 0, 0, 0, 0 },
+	{ "idle_timeout", conf_seconds, D(http.idle_timeout), 0, 0, 0 },
+	{ "max_consecutive_5xx", conf_uint, D(http.max_5xx), 0, 1000000, 0 },
+	{ NULL, NULL, 0, 0, 0, 0 }
+};
+
+static const struct conf_key conf_health_keys[] = {
+	{ "path", conf_health_path, 0, 0, 0, CONF_REQUIRED },
+	{ "interval", conf_seconds, D(http.health_interval), 0, 0, 0 },
+	{ "timeout", conf_seconds, D(http.health_timeout), 0, 0, 0 },
 	{ NULL, NULL, 0, 0, 0, 0 }
 };
 
@@ -911,8 +928,16 @@ conf_deployment(struct conf_ctx *ctx, struct conf_deployment *d,
 	d->replicas = 1;
 	d->max_ongoing = 100;
 	d->queue_max = 1024;
+	d->http.health_interval = 5;
+	d->http.health_timeout = 1;
+	d->http.idle_timeout = 4;
 	if (conf_walk(ctx, conf_deployment_keys, v, d) == -1)
 		return (-1);
+	if (d->protocol != CONF_PROTO_HTTP && (json_object_get(v, "health") ||
+	    json_object_get(v, "idle_timeout") ||
+	    json_object_get(v, "max_consecutive_5xx")))
+		return (conf_error(ctx, "\"health\", \"idle_timeout\" and "
+		    "\"max_consecutive_5xx\" need \"protocol\": \"http\""));
 	spawn = json_object_get(v, "spawn");
 	endpoints = json_object_get(v, "endpoints");
 	dns = json_object_get(v, "dns");
@@ -961,6 +986,62 @@ conf_deployments(struct conf_ctx *ctx, const struct conf_key *k, json_t *v,
 			return (-1);
 		conf_pop(ctx, old);
 	}
+	return (0);
+}
+
+/* "wire" (the default) or "http"; "h2c" is reserved. */
+static int
+conf_protocol(struct conf_ctx *ctx, const struct conf_key *k, json_t *v,
+    void *base)
+{
+	const char	*s = json_is_string(v) ? json_string_value(v) : "";
+
+	if (strcmp(s, "wire") == 0)
+		*(enum conf_protocol *)((char *)base + k->off) = CONF_PROTO_WIRE;
+	else if (strcmp(s, "http") == 0)
+		*(enum conf_protocol *)((char *)base + k->off) = CONF_PROTO_HTTP;
+	else if (strcmp(s, "h2c") == 0)
+		return (conf_error(ctx, "\"h2c\" is reserved for HTTP/2 "
+		    "upstreams and not supported yet: use \"wire\" or "
+		    "\"http\""));
+	else
+		return (conf_error(ctx, "must be \"wire\" or \"http\""));
+	return (0);
+}
+
+static int
+conf_health(struct conf_ctx *ctx, const struct conf_key *k, json_t *v,
+    void *base)
+{
+	struct conf_deployment	*d = base;
+
+	if (conf_walk(ctx, conf_health_keys, v, base) == -1)
+		return (-1);
+	if (d->http.health_timeout > d->http.health_interval)
+		return (conf_error(ctx, "\"timeout\" must not exceed "
+		    "\"interval\""));
+	return (0);
+}
+
+/* An origin-form path: "/health", no spaces or controls. */
+static int
+conf_health_path(struct conf_ctx *ctx, const struct conf_key *k, json_t *v,
+    void *base)
+{
+	struct conf_deployment	*d = base;
+	const char		*s = json_is_string(v) ? json_string_value(v) : "";
+	size_t			 i;
+
+	if (s[0] != '/' || strlen(s) > 200)
+		return (conf_error(ctx, "must be a path starting with \"/\" "
+		    "(at most 200 characters)"));
+	for (i = 0; s[i] != '\0'; i++) {
+		if ((unsigned char)s[i] <= 0x20 || s[i] == 0x7f)
+			return (conf_error(ctx, "must not contain spaces or "
+			    "control characters"));
+	}
+	free(d->http.health_path);
+	d->http.health_path = conf_strdup(s);
 	return (0);
 }
 
@@ -1388,6 +1469,7 @@ conf_free(struct conf *conf)
 			continue;
 		conf_free_strv(d->command, n);
 		conf_free_strv(d->endpoints, d->nendpoints);
+		free(d->http.health_path);
 		free(d->dns);
 	}
 	conf_free_strv(conf->nameservers, conf->nnameservers);

@@ -80,9 +80,26 @@ enum conf_source {
 	CONF_DNS_SRV,			/* every target of a DNS SRV name */
 };
 
+/* How ingressd speaks to the replicas (their upstream edge, upconn.h). */
+enum conf_protocol {
+	CONF_PROTO_WIRE,		/* ingressd's wire protocol (default) */
+	CONF_PROTO_HTTP,		/* plain HTTP/1.1 servers */
+};
+
+/* protocol http only: active and passive health, keep-alive pool. */
+struct conf_http {
+	char		*health_path;	/* NULL: no active check */
+	double		 health_interval; /* seconds between checks */
+	double		 health_timeout;  /* a check's answer within */
+	double		 idle_timeout;	/* keep-alive connection kept idle */
+	unsigned	 max_5xx;	/* this many 5xx in a row: out; 0 off */
+};
+
 struct conf_deployment {
 	char		*name;
 	enum conf_source source;
+	enum conf_protocol protocol;
+	struct conf_http http;
 	char		**command;	/* spawn: argv, NULL-terminated */
 	unsigned	 replicas;	/* spawn: how many */
 	char		**endpoints;	/* endpoints: "host:port" or "unix:/path" */

@@ -39,6 +39,7 @@
 #include "dnssrv.h"
 #include "etcd.h"
 #include "front.h"
+#include "hup.h"
 #include "handle.h"
 #include "log.h"
 #include "metrics.h"
@@ -50,6 +51,7 @@
 #include "route.h"
 #include "sdnotify.h"
 #include "supervise.h"
+#include "upstream.h"
 #include "worker.h"
 
 #define DRAIN_TICK_MS		50
@@ -281,6 +283,21 @@ daemon_start_workers(struct daemon *d, char *err, size_t errlen)
 }
 
 /*
+ * The upstream edges, each registered under its protocol name (upconn.h),
+ * before any worker resolves a name.  The one place that names them: the
+ * core picks an edge by the endpoint's protocol.
+ */
+static int
+daemon_edges(char *err, size_t errlen)
+{
+	if (upstream_register() == -1 || hup_register() == -1) {
+		snprintf(err, errlen, "cannot register the upstream edges");
+		return -1;
+	}
+	return 0;
+}
+
+/*
  * Order: everything that can fail on the conf or the host first (log
  * files, commands, sockets), then the replicas, so they are starting
  * while the workers come up, then the worker threads.
@@ -294,6 +311,8 @@ daemon_start(struct daemon *d, char *err, size_t errlen)
 	char msg[512];
 
 	d->nworkers = d->conf->workers;
+	if (daemon_edges(err, errlen) == -1)
+		return -1;
 	if (metrics_init(d->nworkers, INGRESSD_VERSION) == -1 ||
 	    accesslog_init(d->nworkers) == -1) {
 		snprintf(err, errlen, "out of memory");

@@ -90,10 +90,10 @@ etcd_set_parse_key(struct etcd_set *s, const char *key, char *name,
  */
 static int
 etcd_set_parse_value(const char *value, char *addr, size_t addrlen,
-    unsigned *max, char *err, size_t errlen)
+    unsigned *max, char *proto, size_t protolen, char *err, size_t errlen)
 {
 	json_error_t jerr;
-	json_t *doc, *a, *m;
+	json_t *doc, *a, *m, *p;
 	int rv = -1;
 
 	if ((doc = json_loads(value, JSON_REJECT_DUPLICATES, &jerr)) ==
@@ -103,6 +103,7 @@ etcd_set_parse_value(const char *value, char *addr, size_t addrlen,
 	}
 	a = json_object_get(doc, "address");
 	m = json_object_get(doc, "max_ongoing_requests");
+	p = json_object_get(doc, "protocol");
 	*max = ETCD_DEFAULT_MAX_ONGOING;
 	if (!json_is_string(a) || strlen(json_string_value(a)) >= addrlen)
 		snprintf(err, errlen, "address: must be a string");
@@ -110,8 +111,14 @@ etcd_set_parse_value(const char *value, char *addr, size_t addrlen,
 	    1 || json_integer_value(m) > 100000))
 		snprintf(err, errlen, "max_ongoing_requests: must be an "
 		    "integer in 1..100000");
+	else if (p != NULL && (!json_is_string(p) ||
+	    (strcmp(json_string_value(p), "wire") != 0 &&
+	    strcmp(json_string_value(p), "http") != 0)))
+		snprintf(err, errlen, "protocol: must be \"wire\" or \"http\"");
 	else {
 		snprintf(addr, addrlen, "%s", json_string_value(a));
+		snprintf(proto, protolen, "%s", p != NULL ?
+		    json_string_value(p) : "wire");
 		if (m != NULL)
 			*max = (unsigned)json_integer_value(m);
 		rv = 0;
@@ -124,7 +131,7 @@ etcd_set_parse_value(const char *value, char *addr, size_t addrlen,
 static void
 etcd_set_apply(struct etcd_set *s, const char *key, const char *value)
 {
-	char name[256], id[64], addr[512], err[512];
+	char name[256], id[64], addr[512], err[512], proto[8];
 	enum reg_result rv;
 	unsigned max, version;
 
@@ -134,13 +141,13 @@ etcd_set_apply(struct etcd_set *s, const char *key, const char *value)
 		return;
 	}
 	if (value != NULL && etcd_set_parse_value(value, addr, sizeof(addr),
-	    &max, err, sizeof(err)) == -1) {
+	    &max, proto, sizeof(proto), err, sizeof(err)) == -1) {
 		log_warnx("etcd: %s: %s: replica not used", key, err);
 		value = NULL;
 	}
 	if (value != NULL)
-		rv = registry_register(s->reg, name, id, addr, max, &version,
-		    err, sizeof(err));
+		rv = registry_register_proto(s->reg, name, id, addr, proto,
+		    max, &version, err, sizeof(err));
 	else
 		rv = registry_unregister(s->reg, name, id, &version, err,
 		    sizeof(err));

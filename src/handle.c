@@ -2,9 +2,10 @@
  * handle.c -- deployment names resolved on first use, cached per worker
  * (see handle.h).
  *
- * Cost per handle: this struct with its name, and for each replica an
- * upstream pointer and the node linking the handle into that upstream's
- * watch list (O(1) in and out, however many names share the replica).
+ * Cost per handle: this struct with its name, and for each replica a
+ * connection pointer, its edge's ops (upconn.h: the handle names no edge)
+ * and the node linking the handle into that connection's watch list
+ * (O(1) in and out, however many names share the replica).
  * Idle handles do nothing at all; the worker's tick looks only at the old
  * end of the LRU list.
  *
@@ -26,14 +27,15 @@
 #include "monotime.h"
 #include "registry.h"
 #include "stream.h"
-#include "upstream.h"
+#include "upconn.h"
 #include "wctx.h"
 
 /* One replica of the handle: its connection and the handle's watch on it
  * (linked while the handle uses it; never moved meanwhile). */
 struct handle_up {
-	struct upstream	*up;
-	struct upstream_watch watch;
+	const struct upconn_ops *ops;	/* its edge, by the endpoint's protocol */
+	struct upconn	*up;
+	struct upconn_watch watch;
 };
 
 struct handle {
@@ -87,9 +89,9 @@ handle_unwatch_all(struct handle_up *ups, unsigned n, int release)
 	unsigned i;
 
 	for (i = 0; i < n; i++)
-		upstream_unwatch(ups[i].up, &ups[i].watch);
+		ups[i].ops->unwatch(ups[i].up, &ups[i].watch);
 	for (i = 0; release && i < n; i++)
-		upstream_release(ups[i].up);
+		ups[i].ops->release(ups[i].up);
 }
 
 static void
@@ -173,7 +175,7 @@ handle_update_state(struct handle *h)
 	int ready = 0;
 
 	for (i = 0; i < h->nups; i++)
-		ready |= upstream_is_ready(h->ups[i].up);
+		ready |= h->ups[i].ops->is_ready(h->ups[i].up);
 	handle_set_state(h, ready ? REG_H_READY :
 	    h->nups == 0 ? REG_H_FAILED : REG_H_WARMING);
 }
@@ -193,7 +195,7 @@ handle_settings(struct handle *h, const struct reg_lookup *lk)
 	h->pinned = lk->prewarm != 0;
 }
 
-static void	handle_upstream_event(struct handle *, struct upstream *);
+static void	handle_upstream_event(struct handle *, struct upconn *);
 static const struct stream_queue handle_queue;
 
 /* This worker's connections to the endpoints, each watched by h once
@@ -201,24 +203,29 @@ static const struct stream_queue handle_queue;
 static struct handle_up *
 handle_connect(struct handle *h, const struct reg_lookup *lk, unsigned *n)
 {
+	const struct upconn_ops *ops;
 	struct handle_up *ups;
-	struct upstream *up;
+	struct upconn *up;
 	unsigned i, j;
 
 	*n = 0;
 	if ((ups = calloc(lk->neps ? lk->neps : 1, sizeof(*ups))) == NULL)
 		return NULL;
 	for (i = 0; i < lk->neps; i++) {
-		if ((up = upstream_get(h->w, lk->eps[i])) == NULL)
+		/* An endpoint whose protocol has no edge is left out, as one
+		 * that cannot be reached (the conf check refuses it first). */
+		if ((ops = upconn_find(lk->eps[i]->protocol)) == NULL ||
+		    (up = ops->get(h->w, lk->eps[i])) == NULL)
 			continue;
 		for (j = 0; j < *n && ups[j].up != up; j++)
 			continue;
 		if (j < *n)
 			continue;
+		ups[*n].ops = ops;
 		ups[*n].up = up;
 		ups[*n].watch.h = h;
 		ups[*n].watch.event = handle_upstream_event;
-		upstream_watch(up, &ups[*n].watch);
+		ops->watch(up, &ups[*n].watch);
 		(*n)++;
 	}
 	return ups;
@@ -232,7 +239,7 @@ handle_set_waiting(struct handle *h, int waiting)
 	unsigned i;
 
 	for (i = 0; i < h->nups; i++)
-		upstream_wait(h->ups[i].up, &h->ups[i].watch, waiting);
+		h->ups[i].ops->wait(h->ups[i].up, &h->ups[i].watch, waiting);
 }
 
 /* RESOLVING -> WARMING: ask the registry, then connect to each replica. */
@@ -316,7 +323,7 @@ handle_has_ready(const struct handle *h)
 	unsigned i;
 
 	for (i = 0; i < h->nups; i++)
-		if (upstream_is_ready(h->ups[i].up))
+		if (h->ups[i].ops->is_ready(h->ups[i].up))
 			return 1;
 	return 0;
 }
@@ -353,16 +360,18 @@ handle_try_attach(struct handle *h, struct stream *s)
 	if (n > 64 && (cand = calloc(n, sizeof(*cand))) == NULL)
 		return -1;
 	for (i = 0; i < n; i++) {
-		cand[i].ready = upstream_is_ready(h->ups[i].up);
-		cand[i].load = upstream_in_flight(h->ups[i].up);
-		cand[i].cap = upstream_capacity(h->ups[i].up);
+		const struct handle_up *u = &h->ups[i];
+
+		cand[i].ready = u->ops->is_ready(u->up);
+		cand[i].load = u->ops->in_flight(u->up);
+		cand[i].cap = u->ops->capacity(u->up);
 	}
 	k = balance_pick(cand, n, &h->w->rng);
 	if (cand != stack)
 		free(cand);
 	if (k == -1)
 		return -1;
-	return upstream_attach(h->ups[k].up, s);
+	return h->ups[k].ops->attach(h->ups[k].up, s);
 }
 
 void
@@ -469,7 +478,7 @@ handle_dispatch(struct handle *h)
 /* An upstream it watches changed state or freed a slot (its watch's
  * event callback). */
 static void
-handle_upstream_event(struct handle *h, struct upstream *up)
+handle_upstream_event(struct handle *h, struct upconn *up)
 {
 	handle_update_state(h);
 	if (!TAILQ_EMPTY(&h->queue))

@@ -19,7 +19,6 @@
 
 struct handle;
 struct stream;
-struct upstream;
 struct wctx;
 
 struct handle_table *handle_table_new(void);

@@ -512,7 +512,8 @@ metrics_render_requests(FILE *fp)
  */
 enum metrics_rfam {
 	MR_QUEUE, MR_HANDLES, MR_RESOLUTIONS, MR_UP, MR_IN_FLIGHT,
-	MR_REQUESTS, MR_PINGS, MR_PONGS, MR_MISSED, MR_RESTARTS, MR_N
+	MR_REQUESTS, MR_PINGS, MR_PONGS, MR_MISSED, MR_RESTARTS, MR_HEALTH,
+	MR_CONNS, MR_N
 };
 
 static const struct {
@@ -538,6 +539,10 @@ static const struct {
 	    "Ping intervals that ended without the PONG." },
 	[MR_RESTARTS] = { "ingressd_replica_restarts_total", "counter",
 	    "Times a spawned replica was restarted." },
+	[MR_HEALTH] = { "ingressd_replica_health_checks_total", "counter",
+	    "Active health checks of an HTTP replica, by result." },
+	[MR_CONNS] = { "ingressd_replica_connections", "gauge",
+	    "Keep-alive connections to an HTTP replica: open, and idle." },
 };
 
 struct metrics_rbuf {
@@ -559,6 +564,34 @@ metrics_replica_line(struct metrics_rbuf *rb, enum metrics_rfam fam,
 	fprintf(fp, "\"} %llu\n", v);
 }
 
+/* One figure with a third label (result=, state=). */
+static void
+metrics_replica_line2(struct metrics_rbuf *rb, enum metrics_rfam fam,
+    const char *dep, const char *id, const char *label,
+    unsigned long long v)
+{
+	FILE *fp = rb->fp[fam];
+
+	fprintf(fp, "%s{deployment=\"%s\",replica=\"", metrics_rfams[fam].name,
+	    dep);
+	metrics_label(fp, id);
+	fprintf(fp, "\",%s} %llu\n", label, v);
+}
+
+static void
+metrics_render_http(struct metrics_rbuf *rb, const char *dep,
+    const struct reg_replica_figures *f)
+{
+	metrics_replica_line2(rb, MR_HEALTH, dep, f->id, "result=\"passed\"",
+	    f->health_passed);
+	metrics_replica_line2(rb, MR_HEALTH, dep, f->id, "result=\"failed\"",
+	    f->health_failed);
+	metrics_replica_line2(rb, MR_CONNS, dep, f->id, "state=\"open\"",
+	    f->conns_open);
+	metrics_replica_line2(rb, MR_CONNS, dep, f->id, "state=\"idle\"",
+	    f->conns_idle);
+}
+
 static void
 metrics_render_replica(struct metrics_rbuf *rb, const char *dep,
     const struct reg_replica_figures *f)
@@ -571,6 +604,8 @@ metrics_render_replica(struct metrics_rbuf *rb, const char *dep,
 	metrics_replica_line(rb, MR_MISSED, dep, f->id, f->missed_pongs);
 	if (f->spawned)
 		metrics_replica_line(rb, MR_RESTARTS, dep, f->id, f->restarts);
+	if (strcmp(f->protocol, "http") == 0)
+		metrics_render_http(rb, dep, f);
 }
 
 static void

@@ -422,3 +422,27 @@ net_peer_text(const struct sockaddr *sa, char *buf, size_t len)
 		break;
 	}
 }
+
+int
+net_free_port(char *err, size_t errlen)
+{
+	struct sockaddr_in sin;
+	socklen_t len = sizeof(sin);
+	int fd, port = -1;
+
+	if ((fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0)) == -1) {
+		snprintf(err, errlen, "socket: %s", strerror(errno));
+		return -1;
+	}
+	memset(&sin, 0, sizeof(sin));
+	sin.sin_family = AF_INET;
+	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	if (bind(fd, (struct sockaddr *)&sin, sizeof(sin)) == -1 ||
+	    getsockname(fd, (struct sockaddr *)&sin, &len) == -1)
+		snprintf(err, errlen, "no free port on 127.0.0.1: %s",
+		    strerror(errno));
+	else
+		port = ntohs(sin.sin_port);
+	close(fd);
+	return port;
+}

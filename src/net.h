@@ -34,6 +34,8 @@ int	net_addr_same(const struct sockaddr_storage *,
 /* A non-blocking socket with connect(2) started (EINPROGRESS is fine). */
 int	net_connect(const struct net_addr *, char *err, size_t);
 void	net_nodelay(int fd);
+/* A TCP port on 127.0.0.1 that was free a moment ago, or -1 and err. */
+int	net_free_port(char *err, size_t);
 /* The numeric text of a peer address ("127.0.0.1", "::1", "unix"). */
 void	net_peer_text(const struct sockaddr *, char *buf, size_t);
 

@@ -175,21 +175,42 @@ registry_set_notify(struct registry *r, reg_notify_fn fn, void *arg)
 
 /* Building blocks for reloads and registration ------------------------ */
 
-/* An endpoint by address: an existing one, one planned already, or new. */
+/* Same address, protocol and protocol settings. */
+static int
+registry_same_endpoint(const struct reg_endpoint *ep, const char *text,
+    const struct reg_epopts *o)
+{
+	const struct reg_http *a = &ep->http, *b = &o->http;
+
+	if (strcmp(ep->addr.text, text) != 0 ||
+	    strcmp(ep->protocol, o->protocol) != 0)
+		return 0;
+	return strcmp(a->health_path, b->health_path) == 0 &&
+	    a->health_interval == b->health_interval &&
+	    a->health_timeout == b->health_timeout &&
+	    a->idle_timeout == b->idle_timeout && a->max_5xx == b->max_5xx &&
+	    a->prewarm == b->prewarm;
+}
+
+/* An endpoint by address and options: an existing one, one planned
+ * already, or new.  opts NULL: the wire protocol. */
 struct reg_endpoint *
 registry_plan_endpoint(struct registry *r, struct reg_endpoint ***fresh,
-    unsigned *nfresh, const char *text, const char *id, char *err,
-    size_t errlen)
+    unsigned *nfresh, const char *text, const char *id,
+    const struct reg_epopts *opts, char *err, size_t errlen)
 {
+	static const struct reg_epopts wire;
 	struct reg_endpoint *ep, **nf;
 	unsigned i;
 
+	if (opts == NULL)
+		opts = &wire;
 	for (i = 0; i < r->neps; i++) {
-		if (strcmp(r->eps[i]->addr.text, text) == 0)
+		if (registry_same_endpoint(r->eps[i], text, opts))
 			return r->eps[i];
 	}
 	for (i = 0; i < *nfresh; i++) {
-		if (strcmp((*fresh)[i]->addr.text, text) == 0)
+		if (registry_same_endpoint((*fresh)[i], text, opts))
 			return (*fresh)[i];
 	}
 	if ((ep = calloc(1, sizeof(*ep))) == NULL ||
@@ -205,6 +226,8 @@ registry_plan_endpoint(struct registry *r, struct reg_endpoint ***fresh,
 		return NULL;
 	}
 	snprintf(ep->id, sizeof(ep->id), "%s", id);
+	memcpy(ep->protocol, opts->protocol, sizeof(ep->protocol));
+	ep->http = opts->http;
 	nf[(*nfresh)++] = ep;
 	return ep;
 }
@@ -373,6 +396,14 @@ registry_endpoint_figures(struct registry *r, struct reg_endpoint *ep,
 		    memory_order_relaxed);
 		f->requests += atomic_load_explicit(&s->requests,
 		    memory_order_relaxed);
+		f->health_passed += atomic_load_explicit(&s->health_passed,
+		    memory_order_relaxed);
+		f->health_failed += atomic_load_explicit(&s->health_failed,
+		    memory_order_relaxed);
+		f->conns_open += (unsigned)atomic_load_explicit(&s->conns_open,
+		    memory_order_relaxed);
+		f->conns_idle += (unsigned)atomic_load_explicit(&s->conns_idle,
+		    memory_order_relaxed);
 		in_flight += atomic_load_explicit(&s->in_flight,
 		    memory_order_relaxed);
 		st = atomic_load_explicit(&s->state, memory_order_relaxed);
@@ -381,6 +412,7 @@ registry_endpoint_figures(struct registry *r, struct reg_endpoint *ep,
 	}
 	f->id = id;
 	f->address = ep->addr.text;
+	f->protocol = ep->protocol[0] != '\0' ? ep->protocol : "wire";
 	f->state = (enum reg_estate)best;
 	f->in_flight = in_flight > 0 ? (unsigned)in_flight : 0;
 	f->pid = atomic_load(&ep->pid);

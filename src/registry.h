@@ -53,9 +53,26 @@ enum reg_estate {
 };
 #define REG_E_NSTATES	5
 
+/*
+ * protocol "http" (the HTTP/1.1 upstream edge): its health and pool
+ * settings.  With the protocol, part of an endpoint's identity: the same
+ * address with other settings is another endpoint (other connections).
+ */
+struct reg_http {
+	char		 health_path[208];	/* "": no active check */
+	double		 health_interval;
+	double		 health_timeout;
+	double		 idle_timeout;
+	unsigned	 max_5xx;		/* a run of 5xx: out; 0 off */
+	int		 prewarm;		/* keep a connection open ahead */
+};
+
 struct reg_endpoint {
 	struct net_addr	 addr;
 	char		 id[64];	/* replica id: "echo-0" or the address */
+	char		 protocol[8];	/* its upstream edge (upconn.h): "wire"
+					 * when empty, "http" */
+	struct reg_http	 http;		/* protocol "http" only */
 	_Atomic unsigned max_ongoing;	/* cap from the conf; a reload may
 					 * change it for the next connection */
 	/* Live figures: written only through registry_publish_* (below and
@@ -145,6 +162,12 @@ enum reg_result	 registry_register(struct registry *, const char *name,
 enum reg_result	 registry_register_ok(struct registry *, const char *name,
 		    const char *id, const char *address, char *err,
 		    size_t errlen);
+/* The same, speaking protocol ("wire", "http") to the replica; a name's
+ * replicas may mix protocols. */
+enum reg_result	 registry_register_proto(struct registry *, const char *name,
+		    const char *id, const char *address, const char *protocol,
+		    unsigned max_ongoing, unsigned *version, char *err,
+		    size_t errlen);
 /* The name goes (lookups fail) when its last replica does. */
 enum reg_result	 registry_unregister(struct registry *, const char *name,
 		    const char *id, unsigned *version, char *err,
@@ -192,6 +215,10 @@ struct reg_replica_figures {
 	enum reg_estate	 state;
 	unsigned	 in_flight;
 	uint64_t	 requests, pings, pongs, missed_pongs;
+	const char	*protocol;	/* "wire", "http" */
+	/* protocol http: active checks and the keep-alive pool */
+	uint64_t	 health_passed, health_failed;
+	unsigned	 conns_open, conns_idle;
 	int		 pid;		/* spawned and running, else 0 */
 	int		 spawned;	/* restarts means something */
 	unsigned	 restarts;

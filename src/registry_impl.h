@@ -15,8 +15,15 @@
 #include "conf.h"
 #include "registry.h"
 
+/* How a deployment's endpoints are spoken to (registry_plan_endpoint). */
+struct reg_epopts {
+	char		 protocol[8];	/* "" (wire) or "http" */
+	struct reg_http	 http;
+};
+
 struct reg_deployment {
 	char		*name;
+	struct reg_epopts opts;		/* its endpoints' (conf, dns) */
 	enum conf_source source;
 	int		 registered;	/* no conf entry: the admin API's */
 	int		 active;	/* registered: has replicas */
@@ -77,8 +84,8 @@ struct reg_deployment *registry_deployment_new(struct registry *,
  * the caller's plan so far), or a new one appended there. */
 struct reg_endpoint *registry_plan_endpoint(struct registry *,
 		    struct reg_endpoint ***fresh, unsigned *nfresh,
-		    const char *text, const char *id, char *err,
-		    size_t errlen);
+		    const char *text, const char *id,
+		    const struct reg_epopts *, char *err, size_t errlen);
 struct reg_deployment *registry_index_find(const struct reg_index *,
 		    const char *name);
 void		 registry_index_put(struct reg_index *, struct reg_deployment *);

@@ -22,6 +22,15 @@ registry_replica_json(const struct reg_replica_figures *f)
 	    "pongs", (json_int_t)f->pongs,
 	    "missed_pongs", (json_int_t)f->missed_pongs,
 	    "requests", (json_int_t)f->requests);
+	if (o != NULL)
+		json_object_set_new(o, "protocol", json_string(f->protocol));
+	/* HTTP replicas: active checks and the keep-alive pool. */
+	if (o != NULL && strcmp(f->protocol, "http") == 0)
+		json_object_update_new(o, json_pack("{s:I, s:I, s:i, s:i}",
+		    "health_passed", (json_int_t)f->health_passed,
+		    "health_failed", (json_int_t)f->health_failed,
+		    "connections_open", (int)f->conns_open,
+		    "connections_idle", (int)f->conns_idle));
 	if (o != NULL && f->pid != 0)
 		json_object_set_new(o, "pid", json_integer(f->pid));
 	if (o != NULL && f->spawned)

@@ -248,8 +248,9 @@ registry_regplan_undo(struct reg_regplan *rp)
 /* Under wlock: REG_OK and rp ready to commit, or why not. */
 static enum reg_result
 registry_register_plan(struct registry *r, struct reg_regplan *rp,
-    const char *name, const char *id, const char *address, unsigned max,
-    unsigned *version, char *err, size_t errlen)
+    const char *name, const char *id, const char *address,
+    const struct reg_epopts *opts, unsigned max, unsigned *version,
+    char *err, size_t errlen)
 {
 	struct reg_deployment *d;
 	struct reg_endpoint **neps;
@@ -265,12 +266,13 @@ registry_register_plan(struct registry *r, struct reg_regplan *rp,
 	    rp->i++)
 		continue;
 	if (rp->i < rp->n && strcmp(d->eps[rp->i]->addr.text, address) == 0 &&
+	    strcmp(d->eps[rp->i]->protocol, opts->protocol) == 0 &&
 	    atomic_load(&d->eps[rp->i]->max_ongoing) == max) {
 		*version = d->version;
 		return REG_UNCHANGED;
 	}
 	if ((rp->ep = registry_plan_endpoint(r, &rp->fresh, &rp->nfresh,
-	    address, id, err, errlen)) == NULL)
+	    address, id, opts, err, errlen)) == NULL)
 		return strcmp(err, "out of memory") == 0 ? REG_ENOMEM :
 		    REG_EINVAL;
 	if (registry_regd_arrays(d, rp->i, rp->ep, id, &rp->eps,
@@ -326,11 +328,33 @@ registry_register(struct registry *r, const char *name, const char *id,
     const char *address, unsigned max_ongoing, unsigned *version, char *err,
     size_t errlen)
 {
+	return registry_register_proto(r, name, id, address, "wire",
+	    max_ongoing, version, err, errlen);
+}
+
+enum reg_result
+registry_register_proto(struct registry *r, const char *name,
+    const char *id, const char *address, const char *protocol,
+    unsigned max_ongoing, unsigned *version, char *err, size_t errlen)
+{
+	struct reg_epopts opts;
 	struct reg_regplan rp;
 	enum reg_result rv;
 	int was_active;
 
 	*version = 0;
+	/* A registered HTTP replica gets the pool's defaults and no active
+	 * check (the conf sets those for its own deployments). */
+	memset(&opts, 0, sizeof(opts));
+	if (strcmp(protocol, "http") == 0) {
+		memcpy(opts.protocol, "http", 5);
+		opts.http.health_interval = 5;
+		opts.http.health_timeout = 1;
+		opts.http.idle_timeout = 4;
+	} else if (strcmp(protocol, "wire") != 0) {
+		snprintf(err, errlen, "protocol: must be \"wire\" or \"http\"");
+		return REG_EINVAL;
+	}
 	if ((rv = registry_register_check(name, id, address, err, errlen)) !=
 	    REG_OK)
 		return rv;
@@ -339,7 +363,7 @@ registry_register(struct registry *r, const char *name, const char *id,
 		return REG_EBUSY;
 	}
 	memset(&rp, 0, sizeof(rp));
-	if ((rv = registry_register_plan(r, &rp, name, id, address,
+	if ((rv = registry_register_plan(r, &rp, name, id, address, &opts,
 	    max_ongoing, version, err, errlen)) != REG_OK) {
 		registry_regplan_undo(&rp);
 		pthread_mutex_unlock(&r->wlock);
@@ -449,9 +473,10 @@ registry_same_addresses(const struct reg_deployment *d, char *const *addrs,
 
 /* The endpoints for a DNS answer, duplicates dropped; -1 and err. */
 static int
-registry_dns_endpoints(struct registry *r, char *const *addrs, unsigned n,
-    struct reg_endpoint ***eps, unsigned *neps, struct reg_endpoint ***fresh,
-    unsigned *nfresh, char *err, size_t errlen)
+registry_dns_endpoints(struct registry *r, const struct reg_epopts *opts,
+    char *const *addrs, unsigned n, struct reg_endpoint ***eps,
+    unsigned *neps, struct reg_endpoint ***fresh, unsigned *nfresh,
+    char *err, size_t errlen)
 {
 	struct reg_endpoint *ep;
 	unsigned i, j;
@@ -462,7 +487,7 @@ registry_dns_endpoints(struct registry *r, char *const *addrs, unsigned n,
 	}
 	for (i = 0; i < n; i++) {
 		if ((ep = registry_plan_endpoint(r, fresh, nfresh, addrs[i],
-		    addrs[i], err, errlen)) == NULL)
+		    addrs[i], opts, err, errlen)) == NULL)
 			return -1;
 		for (j = 0; j < *neps && (*eps)[j] != ep; j++)
 			continue;
@@ -493,8 +518,8 @@ registry_set_addresses(struct registry *r, const char *name,
 		rv = REG_UNCHANGED;
 		goto out;
 	}
-	if (registry_dns_endpoints(r, addrs, n, &eps, &m, &fresh, &nfresh,
-	    err, errlen) == -1)
+	if (registry_dns_endpoints(r, &d->opts, addrs, n, &eps, &m, &fresh,
+	    &nfresh, err, errlen) == -1)
 		goto out;
 	if ((neps = realloc(r->eps, (r->neps + nfresh + 1) *
 	    sizeof(*neps))) == NULL) {

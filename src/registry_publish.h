@@ -7,8 +7,8 @@
  * /metrics) by registry.c.  Each slot is written only by its worker, through
  * these functions, with relaxed atomics: the hot path takes no lock and
  * shares no cache line.  They are inline so a publish costs what a store
- * costs.  Only the worker's connection to the endpoint (upstream.c)
- * includes this header.
+ * costs.  Only the upstream edges (upstream*.c, hup*.c) include this
+ * header.
  */
 #ifndef INGRESSD_REGISTRY_PUBLISH_H
 #define INGRESSD_REGISTRY_PUBLISH_H
@@ -26,6 +26,10 @@ struct ep_stats {
 	_Atomic uint64_t pongs;
 	_Atomic uint64_t missed_pongs;	/* ping intervals that ended with
 					 * the PING still unanswered */
+	_Atomic uint64_t health_passed;	/* http: active checks */
+	_Atomic uint64_t health_failed;
+	_Atomic int	 conns_open;	/* http: the keep-alive pool */
+	_Atomic int	 conns_idle;
 	char		 pad[16];	/* keep workers' slots apart */
 };
 
@@ -78,6 +82,19 @@ static inline void
 registry_count_missed_pong(struct ep_stats *s)
 {
 	registry_ep_count(&s->missed_pongs);
+}
+
+static inline void
+registry_count_health(struct ep_stats *s, int passed)
+{
+	registry_ep_count(passed ? &s->health_passed : &s->health_failed);
+}
+
+static inline void
+registry_publish_conns(struct ep_stats *s, unsigned open, unsigned idle)
+{
+	atomic_store_explicit(&s->conns_open, (int)open, memory_order_relaxed);
+	atomic_store_explicit(&s->conns_idle, (int)idle, memory_order_relaxed);
 }
 
 #endif

@@ -17,6 +17,7 @@
 #include <pthread.h>
 
 #include "conf.h"
+#include "net.h"
 #include "registry.h"
 #include "registry_impl.h"
 
@@ -37,9 +38,64 @@ struct reg_plan {
 
 /* Plan phase ---------------------------------------------------------- */
 
-/* The argv as one string, to tell whether a command changed. */
+static char	*registry_argv_text(const struct conf_deployment *);
+
+/* How the deployment's endpoints are spoken to, from its conf. */
+static void
+registry_conf_opts(const struct conf_deployment *cd, struct reg_epopts *o)
+{
+	memset(o, 0, sizeof(*o));
+	if (cd->protocol != CONF_PROTO_HTTP)
+		return;
+	memcpy(o->protocol, "http", 5);
+	if (cd->http.health_path != NULL)
+		snprintf(o->http.health_path, sizeof(o->http.health_path), "%s",
+		    cd->http.health_path);
+	o->http.health_interval = cd->http.health_interval;
+	o->http.health_timeout = cd->http.health_timeout;
+	o->http.idle_timeout = cd->http.idle_timeout;
+	o->http.max_5xx = cd->http.max_5xx;
+	o->http.prewarm = cd->prewarm;
+}
+
+/* The protocol and its settings as text: part of the "command", so that
+ * changing them counts as new endpoints (new connections; for spawn, new
+ * processes on new ports). */
+static char *
+registry_opts_text(const struct conf_deployment *cd)
+{
+	struct reg_epopts o;
+	char *s;
+
+	registry_conf_opts(cd, &o);
+	if (o.protocol[0] == '\0')
+		return strdup("");
+	if (asprintf(&s, "\n#http %s %g %g %g %u %d", o.http.health_path,
+	    o.http.health_interval, o.http.health_timeout,
+	    o.http.idle_timeout, o.http.max_5xx, o.http.prewarm) == -1)
+		return NULL;
+	return s;
+}
+
+/* The argv as one string (with the protocol's settings), to tell whether
+ * a command changed. */
 static char *
 registry_command(const struct conf_deployment *cd)
+{
+	char *argv, *opts, *s = NULL;
+
+	if ((argv = registry_argv_text(cd)) == NULL)
+		return NULL;
+	if ((opts = registry_opts_text(cd)) != NULL &&
+	    asprintf(&s, "%s%s", argv, opts) == -1)
+		s = NULL;
+	free(argv);
+	free(opts);
+	return s;
+}
+
+static char *
+registry_argv_text(const struct conf_deployment *cd)
 {
 	size_t i, len = 1;
 	char *s;
@@ -71,7 +127,8 @@ registry_same_endpoints(const struct reg_deployment *d,
 	if (cd->source == CONF_SPAWN)
 		return strcmp(d->command, command) == 0 &&
 		    d->replicas == cd->replicas;
-	if (cd->source == CONF_DNS || cd->source == CONF_DNS_SRV)
+	if (cd->source == CONF_DNS || cd->source == CONF_DNS_SRV ||
+	    strcmp(d->command, command) != 0)
 		return strcmp(d->command, command) == 0;
 	if (d->neps != cd->nendpoints)
 		return 0;
@@ -113,6 +170,29 @@ registry_next_gen(struct registry *r, const char *name)
 	return gen + 1;
 }
 
+/*
+ * A spawned HTTP server listens on a loopback TCP port ingressd picks (a
+ * free one, asked of the kernel) and passes it (PORT, "{port}" in the
+ * command: supervise.c).  A replica the plan keeps (same generation)
+ * keeps its port.
+ */
+static int
+registry_http_port(const struct reg_plan *p, unsigned i, char *addr,
+    size_t len, char *err, size_t errlen)
+{
+	int port;
+
+	if (p->old != NULL && p->old->gen == p->gen && i < p->old->neps &&
+	    strncmp(p->old->eps[i]->addr.text, "unix:", 5) != 0) {
+		snprintf(addr, len, "%s", p->old->eps[i]->addr.text);
+		return 0;
+	}
+	if ((port = net_free_port(err, errlen)) == -1)
+		return -1;
+	snprintf(addr, len, "127.0.0.1:%d", port);
+	return 0;
+}
+
 /* The endpoints a deployment will have: its addresses, or its sockets. */
 static int
 registry_plan_endpoints(struct registry *r, struct reg_plan *p,
@@ -120,8 +200,10 @@ registry_plan_endpoints(struct registry *r, struct reg_plan *p,
 {
 	const struct conf_deployment *cd = p->cd;
 	char addr[512], id[64], msg[256];
+	struct reg_epopts opts;
 	unsigned i, n;
 
+	registry_conf_opts(cd, &opts);
 	/* dns: none until src/dns.c has an answer. */
 	n = cd->source == CONF_SPAWN ? cd->replicas :
 	    cd->source == CONF_ENDPOINTS ? cd->nendpoints : 0;
@@ -133,6 +215,18 @@ registry_plan_endpoints(struct registry *r, struct reg_plan *p,
 		if (cd->source == CONF_ENDPOINTS) {
 			snprintf(addr, sizeof(addr), "%s", cd->endpoints[i]);
 			snprintf(id, sizeof(id), "%s", cd->endpoints[i]);
+		} else if (cd->protocol == CONF_PROTO_HTTP) {
+			if (registry_http_port(p, i, addr, sizeof(addr),
+			    msg, sizeof(msg)) == -1) {
+				snprintf(err, errlen, "deployments.%s: %s",
+				    cd->name, msg);
+				return -1;
+			}
+			if (p->gen == 1)
+				snprintf(id, sizeof(id), "%s-%u", cd->name, i);
+			else
+				snprintf(id, sizeof(id), "%s-%u.g%u", cd->name,
+				    i, p->gen);
 		} else if (p->gen == 1) {
 			snprintf(addr, sizeof(addr), "unix:%s/%s-%u.sock",
 			    r->runtime_dir, cd->name, i);
@@ -144,7 +238,7 @@ registry_plan_endpoints(struct registry *r, struct reg_plan *p,
 			    p->gen);
 		}
 		p->eps[i] = registry_plan_endpoint(r, fresh, nfresh, addr, id,
-		    msg, sizeof(msg));
+		    &opts, msg, sizeof(msg));
 		if (p->eps[i] == NULL) {
 			snprintf(err, errlen, "deployments.%s: %s", cd->name,
 			    msg);
@@ -219,6 +313,7 @@ registry_commit_one(struct reg_plan *p)
 	d->queue_timeout = cd->queue_timeout;
 	d->request_timeout = cd->request_timeout;
 	d->prewarm = cd->prewarm;
+	registry_conf_opts(cd, &d->opts);
 	d->gen = p->gen;
 	d->version++;
 	if (p->kind == PLAN_SETTINGS) {

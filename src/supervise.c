@@ -64,9 +64,13 @@ static void	supervise_restart_cb(evutil_socket_t, short, void *);
 static void	supervise_sigchld_cb(evutil_socket_t, short, void *);
 static void	supervise_drain_cb(evutil_socket_t, short, void *);
 
+/* The socket path to clean up, or "" for a TCP replica (protocol http:
+ * nothing of ours to unlink). */
 static const char *
 child_sock(const struct child *c)
 {
+	if (strncmp(c->ep->addr.text, "unix:", 5) != 0)
+		return "";
 	return c->ep->addr.text + 5;	/* "unix:/path" */
 }
 
@@ -111,7 +115,7 @@ child_envp(struct child *c)
 
 	while (environ[n] != NULL)
 		n++;
-	if ((envp = calloc(n + 4, sizeof(*envp))) == NULL)
+	if ((envp = calloc(n + 5, sizeof(*envp))) == NULL)
 		return NULL;
 	/* JOURNAL_STREAM is our stderr's, which a replica may not share
 	 * (error_log): log.c checks it against fd 2, other code may not. */
@@ -132,7 +136,40 @@ child_envp(struct child *c)
 		strv_free(envp, c->nenv);
 		return NULL;
 	}
+	if (*child_sock(c) == '\0' && strrchr(c->ep->addr.text, ':') != NULL &&
+	    asprintf(&envp[n + 3], "PORT=%s",
+	    strrchr(c->ep->addr.text, ':') + 1) == -1) {
+		strv_free(envp, c->nenv);
+		return NULL;
+	}
 	return envp;
+}
+
+/*
+ * A TCP replica (protocol http) learns its port from PORT in its
+ * environment or from "{port}" in its arguments, replaced here: a plain
+ * HTTP server (python3 -m http.server {port}) needs no wrapper.
+ */
+static int
+child_argv_port(struct child *c)
+{
+	const char *port = strrchr(c->ep->addr.text, ':');
+	char *p, *s;
+	size_t i;
+
+	if (*child_sock(c) != '\0' || port == NULL)
+		return 0;
+	port++;
+	for (i = 0; c->argv[i] != NULL; i++) {
+		if ((p = strstr(c->argv[i], "{port}")) == NULL)
+			continue;
+		if (asprintf(&s, "%.*s%s%s", (int)(p - c->argv[i]),
+		    c->argv[i], port, p + 6) == -1)
+			return -1;
+		free(c->argv[i]);
+		c->argv[i] = s;
+	}
+	return 0;
 }
 
 static void
@@ -158,6 +195,10 @@ child_new(struct supervise *sv, struct reg_endpoint *ep,
 	c->ep = ep;
 	c->deployment = strdup(cd->name);
 	c->argv = strv_copy(cd->command);
+	if (c->argv != NULL && child_argv_port(c) == -1) {
+		child_free(c);
+		return NULL;
+	}
 	c->restart = evtimer_new(sv->base, supervise_restart_cb, c);
 	if (c->deployment == NULL || c->argv == NULL || c->restart == NULL ||
 	    (c->envp = child_envp(c)) == NULL) {
@@ -284,7 +325,8 @@ supervise_spawn(struct child *c)
 {
 	pid_t parent = getpid(), pid;
 
-	unlink(child_sock(c));		/* a socket left by a crash */
+	if (*child_sock(c) != '\0')
+		unlink(child_sock(c));		/* a socket left by a crash */
 	if ((pid = fork()) == -1) {
 		log_warn("replica %s: fork", c->ep->id);
 		return -1;
@@ -322,7 +364,8 @@ supervise_unlink(struct supervise *sv, struct child *c)
 			break;
 		}
 	}
-	unlink(child_sock(c));
+	if (*child_sock(c) != '\0')
+		unlink(child_sock(c));
 	child_free(c);
 }
 
@@ -573,6 +616,7 @@ supervise_stop(struct supervise *sv, double grace)
 			waitpid(c->pid, NULL, 0);
 			c->pid = 0;
 		}
+		if (*child_sock(c) != '\0')
 		unlink(child_sock(c));
 	}
 }

@@ -26,6 +26,8 @@ struct route_table;
 struct upstream;
 struct worker;
 
+#define WCTX_MAX_EDGES	8	/* upstream edges (upconn.h) */
+
 struct wctx {
 	unsigned	 id;		/* worker number, 0..workers-1 */
 	struct event_base *base;
@@ -34,6 +36,9 @@ struct wctx {
 	struct registry	*reg;
 	struct handle_table *handles;
 	LIST_HEAD(wctx_upstreams, upstream) upstreams; /* upstream.c's pool */
+	/* Any other upstream edge's per-worker pool, at the slot
+	 * upconn_register() gave it; the edge alone knows the type. */
+	void		*edge_pool[WCTX_MAX_EDGES];
 	LIST_HEAD(wctx_fronts, front) fronts;	/* front.c's connections */
 	LIST_HEAD(wctx_h2conns, h2conn) h2conns; /* h2.c's connections */
 	uint32_t	 rng;		/* balance_pick's xorshift state */

@@ -35,7 +35,7 @@
 #include "net.h"
 #include "registry.h"
 #include "route.h"
-#include "upstream.h"
+#include "upconn.h"
 #include "wctx.h"
 #include "worker.h"
 
@@ -286,7 +286,7 @@ worker_free(struct worker *w)
 		handle_release(w->orphans[i]);
 	free(w->orphans);
 	handle_table_free(w->ctx.handles);
-	upstream_pool_free(&w->ctx);
+	upconn_pool_free_all(&w->ctx);
 	if (w->inbox_ev != NULL)
 		event_free(w->inbox_ev);
 	if (w->paused != NULL)

@@ -50,6 +50,7 @@
 #include "registry.h"
 #include "route.h"
 #include "wire.h"
+#include "upstream.h"
 #include "wctx.h"
 #include "worker.h"
 
@@ -368,6 +369,7 @@ LLVMFuzzerInitialize(int *argc, char ***argv)
 		abort();
 	}
 	unlink(path);
+	CHECK(upstream_register() == 0);
 	CHECK((reg = registry_new(1, dir)) != NULL);
 	CHECK(registry_reload(reg, conf, &changes, &nchanges, err,
 	    sizeof err) == 0);

@@ -3,20 +3,37 @@ Debian's etcd runs on loopback (tests/integ/etcd_util.py); faults are made
 by stopping it, by a relay that cuts or freezes the connection, and by
 compaction."""
 
+import http.server
 import json
 import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 import unittest
 
 from harness import Daemon, LoadLoop, Replica, ROOT, _register, binary, \
-    free_port, log_path, metric, request, scrape, stop_proc, wait_until
+    free_port, log_path, metric, request, scrape, stop_proc, wait_log, \
+    wait_until
 from harness import deployment as dep
 from etcd_util import Etcd, Relay
 
 PREFIX = "/ingressd"
+
+
+class _Hello(http.server.BaseHTTPRequestHandler):
+	protocol_version = "HTTP/1.1"
+
+	def do_GET(self):
+		body = b"hello from http\n"
+		self.send_response(200)
+		self.send_header("Content-Length", str(len(body)))
+		self.end_headers()
+		self.wfile.write(body)
+
+	def log_message(self, *a):
+		pass
 MODELS = {"prefix": "/models/", "deployment_from": "path"}
 
 
@@ -94,7 +111,8 @@ class Fleet(unittest.TestCase):
 			    "/-/deployments/m/replicas/r1", body=body, timeout=5)
 			self.assertEqual(r.status, 200, r.body)
 			self.assertEqual(e.get(key("m", "r1")), {"address":
-			    rep.listen, "max_ongoing_requests": 7})
+			    rep.listen, "max_ongoing_requests": 7,
+			    "protocol": "wire"})
 			self.assertTrue(routes(a, "m"))
 			wait_until(lambda: routes(b, "m"), 5, what="b routes m")
 			# Bad input is refused before etcd hears of it.
@@ -112,6 +130,37 @@ class Fleet(unittest.TestCase):
 			r = request(b.admin_port, "DELETE",
 			    "/-/deployments/m/replicas/r1", timeout=5)
 			self.assertEqual(r.status, 404)
+
+	def test_http_replica_from_etcd(self):
+		"""A key's "protocol": "http" puts a plain HTTP server behind
+		every instance; an admin PUT writes the protocol through."""
+		srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0),
+		    _Hello)
+		threading.Thread(target=srv.serve_forever, daemon=True).start()
+		self.addCleanup(srv.server_close)
+		self.addCleanup(srv.shutdown)
+		addr = "127.0.0.1:%d" % srv.server_address[1]
+		with Etcd() as e, Daemon(conf=fleet_conf(e.endpoints)) as a, \
+		    Daemon(conf=fleet_conf(e.endpoints)) as b:
+			e.put(key("web", "h1"), {"address": addr,
+			    "max_ongoing_requests": 4, "protocol": "http"})
+			for d in (a, b):
+				wait_until(lambda: d.request("GET", "/models/web/x")
+				    .status == 200, 10, what="http replica serves")
+				r = d.request("GET", "/models/web/x")
+				self.assertEqual(r.body, b"hello from http\n")
+			r = request(a.admin_port, "PUT",
+			    "/-/deployments/web2/replicas/h1", body=json.dumps(
+			    {"address": addr, "protocol": "http"}).encode(),
+			    timeout=5)
+			self.assertEqual(r.status, 200, r.body)
+			self.assertEqual(e.get(key("web2", "h1"))["protocol"],
+			    "http")
+			wait_until(lambda: b.request("GET", "/models/web2/y")
+			    .status == 200, 10, what="b serves web2 over http")
+			e.put(key("bad", "h1"), {"address": addr,
+			    "protocol": "gopher"})
+			wait_log(a, "protocol: must be", 5)
 
 	def test_admin_put_etcd_down_is_503(self):
 		with Etcd() as e, Daemon(conf=fleet_conf(e.endpoints,

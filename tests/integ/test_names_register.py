@@ -52,7 +52,7 @@ class Register(unittest.TestCase):
 				self.assertEqual(r.json(), {"deployment": "m",
 				    "replica": "r1", "address": rep.listen,
 				    "max_ongoing_requests": 5, "version": 1,
-				    "changed": True})
+				    "changed": True, "protocol": "wire"})
 				r = put(a, "m", "r1", {"address": rep.listen,
 				    "max_ongoing_requests": 5})
 				self.assertEqual((r.status, r.json()["changed"],

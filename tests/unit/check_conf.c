@@ -89,7 +89,7 @@ START_TEST(test_default_conf)
 	ck_assert_uint_eq(conf->limits.max_body, 16777216);
 	ck_assert_double_eq(conf->timeouts.keepalive, 75);
 	ck_assert_double_eq(conf->timeouts.drain, 30);
-	ck_assert_uint_eq(conf->nroutes, 4);
+	ck_assert_uint_eq(conf->nroutes, 5);
 	ck_assert_str_eq(conf->routes[3].prefix, "/ingressd.example.Echo/");
 	ck_assert_str_eq(conf->routes[3].deployment, "grpc-echo");
 	ck_assert_str_eq(conf->routes[1].prefix, "/hello");
@@ -97,7 +97,7 @@ START_TEST(test_default_conf)
 	ck_assert_str_eq(conf->routes[1].deployment, "hello");
 	ck_assert_ptr_null(conf->routes[1].host);
 	ck_assert_int_eq(conf->routes[1].strip_prefix, 0);
-	ck_assert_uint_eq(conf->ndeployments, 4);
+	ck_assert_uint_eq(conf->ndeployments, 5);
 	d = conf_find_deployment(conf, "grpc-echo");
 	ck_assert_ptr_nonnull(d);
 	ck_assert_str_eq(d->command[0], "build/replica-grpc-echo");
@@ -117,6 +117,16 @@ START_TEST(test_default_conf)
 	d = conf_find_deployment(conf, "sleep");
 	ck_assert_ptr_nonnull(d);
 	ck_assert_uint_eq(d->max_ongoing, 1024);
+	ck_assert_int_eq(d->protocol, CONF_PROTO_WIRE);
+	/* An unmodified HTTP server behind ingressd (issue 16). */
+	d = conf_find_deployment(conf, "web");
+	ck_assert_ptr_nonnull(d);
+	ck_assert_int_eq(d->protocol, CONF_PROTO_HTTP);
+	ck_assert_str_eq(d->http.health_path, "/");
+	ck_assert_double_eq(d->http.health_interval, 5);
+	ck_assert_double_eq(d->http.health_timeout, 1);
+	ck_assert_double_eq(d->http.idle_timeout, 4);
+	ck_assert_uint_eq(d->http.max_5xx, 0);
 	ck_assert_ptr_null(conf_find_deployment(conf, "nope"));
 	conf_free(conf);
 }
