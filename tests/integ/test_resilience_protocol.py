@@ -122,8 +122,19 @@ class Protocol(unittest.TestCase):
 			else:
 				self.assertEqual(status, 502, r)
 		# Only what the bad replica had been sent failed: each
-		# REQUEST it read is one failure, nothing else.
-		self.assertEqual(len(failed), len(seen), (failed, seen))
+		# REQUEST it read is one failure, nothing else.  Over-credit
+		# leaves DATA unread in ingressd's socket, so its close is a
+		# reset, and a reset purges what the replica had not read yet:
+		# a REQUEST written to it (rightly a 502: it left ingressd) may
+		# then never be reported.  Such a request is one of the few
+		# already in flight when the bad frame came.
+		if mode == "over-credit":
+			self.assertGreaterEqual(len(failed), len(seen),
+			    (failed, seen))
+			self.assertLessEqual(len(failed), len(seen) + 3,
+			    (failed, seen))
+		else:
+			self.assertEqual(len(failed), len(seen), (failed, seen))
 		bad.wait_event("closed", 2.0)	# EOF or a broken pipe
 		# Logged as a warning naming the replica and the fault.
 		lines = [ln for ln in d.log_text().splitlines() if "warn:" in
