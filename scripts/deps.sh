@@ -11,14 +11,15 @@ case "$set_" in run|check) ;; *) echo "usage: deps.sh [run|check]" >&2; exit 2 ;
 # Build and run: a compiler, libevent, jansson, llhttp's C sources; the
 # example replicas include a Python one; curl is the README's client.
 PKGS="build-essential pkg-config libevent-dev libjansson-dev node-llhttp
-python3 curl ca-certificates"
+libssl-dev openssl python3 curl ca-certificates"
 if [ "$set_" = check ]; then
 	# Unit tests (Check), sanitizers and fuzzers (clang, its runtimes),
 	# load generators and a reference proxy for bench, a DNS server for the
 	# dns deployment tests (dnsmasq-base has no service), valgrind for the
 	# wire smoke run, and the metrics parser the integ tests use.
 	PKGS="$PKGS check libsubunit-dev clang libclang-rt-14-dev valgrind
-wrk apache2-utils nginx-light dnsmasq-base python3-prometheus-client"
+wrk apache2-utils nginx-light dnsmasq-base python3-prometheus-client
+testssl.sh"
 fi
 [ -n "$INGRESSD_DEPS_EXTRA" ] && PKGS="$PKGS $INGRESSD_DEPS_EXTRA"
 
