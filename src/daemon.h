@@ -15,6 +15,7 @@
 #define NSIGNALS		5
 
 struct reload_job;
+struct tls_slot;
 
 struct daemon {
 	const char	*path;
@@ -28,6 +29,8 @@ struct daemon {
 	struct supervise *sv;
 	struct dns	*dns;		/* dns deployments' lookups */
 	struct worker	*workers[CONF_MAX_WORKERS];
+	struct tls_slot	**tls;		/* per boot listen[i]; NULL: plain */
+	unsigned	 ntls;
 	unsigned	 nworkers;
 	unsigned	 started;	/* worker threads running */
 	char		 runtime_dir[256];

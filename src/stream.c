@@ -262,8 +262,9 @@ stream_str(struct wire_str *ws, const char *p, size_t len)
 /*
  * The REQUEST head: the client's end-to-end fields, minus hop-by-hop ones
  * and the ones we set ourselves (X-Forwarded-*, X-Request-Id travels in
- * its own field), plus X-Forwarded-For (appended to the client's) and
- * X-Forwarded-Proto.
+ * its own field), plus X-Forwarded-For (appended to the client's),
+ * X-Forwarded-Proto and, only from a verified client certificate,
+ * X-Client-Cert-Subject (a client's own copy is always dropped).
  */
 int
 stream_encode(struct stream *s, uint32_t id, struct evbuffer *out)
@@ -286,8 +287,8 @@ stream_encode(struct stream *s, uint32_t id, struct evbuffer *out)
 		} else if (stream_name_is(&r->fields[i], "host", 4))
 			host_sent = -1;		/* sent in its place */
 	}
-	/* Room for X-Forwarded-For, -Proto and a Host we add. */
-	room = WIRE_MAX_FIELDS - 2 - (host_sent == 0 && r->host != NULL);
+	/* Room for X-Forwarded-For, -Proto, the subject and a Host we add. */
+	room = WIRE_MAX_FIELDS - 3 - (host_sent == 0 && r->host != NULL);
 	for (i = 0; i < r->nfields && nf < room; i++) {
 		const struct http1_field *f = &r->fields[i];
 
@@ -299,6 +300,7 @@ stream_encode(struct stream *s, uint32_t id, struct evbuffer *out)
 		if (resp_is_hop_by_hop(f->name, f->name_len) ||
 		    stream_name_is(f, "x-forwarded-proto", 17) ||
 		    stream_name_is(f, "x-request-id", 12) ||
+		    stream_name_is(f, "x-client-cert-subject", 21) ||
 		    (conn != NULL && stream_conn_listed(conn, connlen, f->name,
 		    f->name_len)))
 			continue;
@@ -338,7 +340,15 @@ stream_encode(struct stream *s, uint32_t id, struct evbuffer *out)
 	stream_str(&fields[nf].name, "x-forwarded-for", 15);
 	stream_str(&fields[nf++].value, xff, xfflen);
 	stream_str(&fields[nf].name, "x-forwarded-proto", 17);
-	stream_str(&fields[nf++].value, "http", 4);
+	if (s->info.https)
+		stream_str(&fields[nf++].value, "https", 5);
+	else
+		stream_str(&fields[nf++].value, "http", 4);
+	if (s->info.client_subject != NULL) {
+		stream_str(&fields[nf].name, "x-client-cert-subject", 21);
+		stream_str(&fields[nf++].value, s->info.client_subject,
+		    strlen(s->info.client_subject));
+	}
 
 	memset(&wr, 0, sizeof(wr));
 	stream_str(&wr.method, r->method, r->method_len);
