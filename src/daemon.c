@@ -333,6 +333,7 @@ daemon_start(struct daemon *d, char *err, size_t errlen)
 	if (daemon_logs(d, err, errlen) == -1 ||
 	    supervise_check(d->conf, err, errlen) == -1 ||
 	    preflight_unique(d->conf, err, errlen) == -1 ||
+	    preflight_tls(d->conf, err, errlen) == -1 ||
 	    daemon_runtime_dir(d, err, errlen) == -1)
 		return -1;
 	if ((d->reg = registry_new(d->nworkers, d->runtime_dir)) == NULL) {

@@ -66,6 +66,10 @@ static int		 tls_srv_index = -1;	/* SSL ex_data: its tls_srv */
 
 static _Atomic uint64_t	 tls_n_ok[2], tls_n_resumed, tls_n_failed[TLS_FAIL_N];
 static _Atomic uint64_t	 tls_n_refused;
+/* Handshakes by cipher: OpenSSL's names are static strings, so a slot is
+ * claimed once by pointer (compare-and-swap) and counted after. */
+static const char *_Atomic tls_cipher_names[TLS_MAX_CIPHERS];
+static _Atomic uint64_t	 tls_n_cipher[TLS_MAX_CIPHERS];
 
 static const char *tls_fail_names[TLS_FAIL_N] = {
 	"timeout", "eof", "version", "no_shared_cipher", "no_client_cert",
@@ -563,6 +567,31 @@ tls_cli_ssl(struct tls_cli *cl)
 
 /* Handshakes ------------------------------------------------------------- */
 
+static void
+tls_count_cipher(const char *name)
+{
+	const char *cur;
+	unsigned i;
+
+	for (i = 0; i < TLS_MAX_CIPHERS && name != NULL; i++) {
+		cur = atomic_load(&tls_cipher_names[i]);
+		if (cur == NULL) {
+			const char *empty = NULL;
+
+			if (atomic_compare_exchange_strong(&tls_cipher_names[i],
+			    &empty, name))
+				cur = name;
+			else
+				cur = empty;
+		}
+		if (cur == name || strcmp(cur, name) == 0) {
+			atomic_fetch_add_explicit(&tls_n_cipher[i], 1,
+			    memory_order_relaxed);
+			return;
+		}
+	}
+}
+
 void
 tls_handshake_ok(struct ssl_st *ssl)
 {
@@ -571,6 +600,7 @@ tls_handshake_ok(struct ssl_st *ssl)
 	if (SSL_session_reused(ssl))
 		atomic_fetch_add_explicit(&tls_n_resumed, 1,
 		    memory_order_relaxed);
+	tls_count_cipher(SSL_get_cipher_name(ssl));
 }
 
 void
@@ -692,6 +722,10 @@ tls_stats(struct tls_stats *st)
 	for (i = 0; i < TLS_FAIL_N; i++)
 		st->failed[i] = atomic_load(&tls_n_failed[i]);
 	st->reloads_refused = atomic_load(&tls_n_refused);
+	for (i = 0; i < TLS_MAX_CIPHERS; i++) {
+		st->ciphers[i] = atomic_load(&tls_cipher_names[i]);
+		st->by_cipher[i] = atomic_load(&tls_n_cipher[i]);
+	}
 }
 
 void

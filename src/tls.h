@@ -23,6 +23,7 @@
 #include <stdint.h>
 
 #define TLS_TICKET_ROTATE	3600	/* seconds a ticket key encrypts */
+#define TLS_MAX_CIPHERS		16	/* cipher names counted apart */
 
 struct ssl_st;
 struct conf_tls;
@@ -93,6 +94,8 @@ struct tls_stats {
 	uint64_t	 resumed;
 	uint64_t	 failed[TLS_FAIL_N];
 	uint64_t	 reloads_refused;
+	const char	*ciphers[TLS_MAX_CIPHERS];	/* NULL: unused */
+	uint64_t	 by_cipher[TLS_MAX_CIPHERS];
 };
 void		 tls_stats(struct tls_stats *);
 void		 tls_reload_refused(void);
