@@ -16,9 +16,9 @@
 #include <sys/time.h>
 
 #include "metrics.h"
-#include "tls.h"
 #include "registry.h"
 #include "reqlog.h"
+#include "tls.h"
 
 #define METRICS_LABEL_MAX	128
 #define METRICS_INDEX		(METRICS_MAX_SERIES * 2)	/* power of 2 */

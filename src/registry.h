@@ -53,6 +53,8 @@ enum reg_estate {
 };
 #define REG_E_NSTATES	5
 
+struct tls_cli;
+
 struct reg_endpoint {
 	struct net_addr	 addr;
 	char		 id[64];	/* replica id: "echo-0" or the address */
@@ -63,6 +65,10 @@ struct reg_endpoint {
 	_Atomic int	 pid;		/* spawned: current process, else 0 */
 	_Atomic unsigned restarts;	/* spawned: times restarted */
 	struct ep_stats	*stats;		/* [nworkers] */
+	/* The wire over TLS (a TCP endpoint of a deployment with "tls"), or
+	 * NULL.  Set on the main thread, read by workers at each connect;
+	 * one replaced by a reload stays allocated (tls_cli_retire). */
+	struct tls_cli *_Atomic tls;
 };
 
 /* What a worker gets back from a lookup: valid for the registry's life. */

@@ -49,6 +49,7 @@ struct tls_slot {
 struct tls_cli {
 	SSL_CTX		*ctx;
 	char		*server_name;
+	struct tls_cli	*older;		/* replaced, maybe still in use */
 };
 
 /* Ticket keys: [0] encrypts, [1] (the one before) still decrypts. */
@@ -541,11 +542,20 @@ fail:
 void
 tls_cli_free(struct tls_cli *cl)
 {
-	if (cl == NULL)
-		return;
-	SSL_CTX_free(cl->ctx);
-	free(cl->server_name);
-	free(cl);
+	struct tls_cli *older;
+
+	for (; cl != NULL; cl = older) {
+		older = cl->older;
+		SSL_CTX_free(cl->ctx);
+		free(cl->server_name);
+		free(cl);
+	}
+}
+
+void
+tls_cli_retire(struct tls_cli *cl, struct tls_cli *older)
+{
+	cl->older = older;
 }
 
 struct ssl_st *

@@ -63,7 +63,10 @@ struct ssl_st	*tls_slot_ssl(struct tls_slot *, double *timeout);
  * cert/key (NULL: none); server_name: SNI and the name checked. */
 struct tls_cli	*tls_cli_new(const char *ca, const char *cert, const char *key,
 		    const char *server_name, char *err, size_t errlen);
+/* Frees cl and every context it retired. */
 void		 tls_cli_free(struct tls_cli *);
+/* older is replaced by cl, but may still be in use: freed with cl. */
+void		 tls_cli_retire(struct tls_cli *cl, struct tls_cli *older);
 struct ssl_st	*tls_cli_ssl(struct tls_cli *);
 
 /* A server SSL straight from a tls_srv (the replica library's side). */

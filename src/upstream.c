@@ -22,6 +22,7 @@
 #include "registry_publish.h"
 #include "sock.h"
 #include "stream.h"
+#include "tls.h"
 #include "upstream.h"
 #include "wire.h"
 #include "wctx.h"
@@ -289,6 +290,20 @@ upstream_id(const struct upstream *up)
 
 /* Connection life ------------------------------------------------------ */
 
+/* A TLS endpoint: the handshake runs under the connect deadline. */
+static int
+upstream_tls(struct upstream *up)
+{
+	struct tls_cli *cl = atomic_load(&up->ep->tls);
+	struct ssl_st *ssl;
+
+	if (cl == NULL)
+		return 0;
+	if ((ssl = tls_cli_ssl(cl)) == NULL)
+		return -1;
+	return sock_tls_connect(up->sock, ssl, 0);
+}
+
 static void
 upstream_connect(struct upstream *up)
 {
@@ -310,6 +325,10 @@ upstream_connect(struct upstream *up)
 	up->out_added = 0;
 	upstream_set_state(up, UPSTREAM_CONNECTING);
 	upstream_arm(up, conf->timeouts.connect);
+	if (upstream_tls(up) == -1) {
+		upstream_fail(up, "TLS: out of memory");
+		return;
+	}
 	if (sock_connect(up->sock, (struct sockaddr *)&up->ep->addr.ss,
 	    (socklen_t)up->ep->addr.len) == -1)
 		upstream_fail(up, strerror(errno));
@@ -441,7 +460,15 @@ upstream_connected_cb(void *arg)
 static void
 upstream_error_cb(void *arg, int eof)
 {
-	upstream_fail(arg, eof ? "connection closed by replica" :
+	struct upstream *up = arg;
+	char why[192];
+
+	if (!eof && sock_tls_error(up->sock)[0] != '\0') {
+		snprintf(why, sizeof(why), "TLS: %s", sock_tls_error(up->sock));
+		upstream_fail(up, why);
+		return;
+	}
+	upstream_fail(up, eof ? "connection closed by replica" :
 	    strerror(errno));
 }
 
