@@ -48,15 +48,17 @@ opt_value(int argc, char **argv, int *i, const char *name)
 
 struct opts {
 	const char	*listen, *id, *deployment, *maxc, *drain;
+	const char	*cert, *key, *client_ca;
 };
 
 static int
 parse_args(int argc, char **argv, struct opts *o, char *err, size_t errlen)
 {
 	static const char *const names[] = { "--listen", "--id",
-	    "--deployment", "--max-concurrency", "--drain-ms" };
+	    "--deployment", "--max-concurrency", "--drain-ms", "--tls-cert",
+	    "--tls-key", "--tls-client-ca" };
 	const char	**slot[] = { &o->listen, &o->id, &o->deployment,
-	    &o->maxc, &o->drain };
+	    &o->maxc, &o->drain, &o->cert, &o->key, &o->client_ca };
 	const char	 *v;
 	size_t		  k;
 	int		  i;
@@ -66,6 +68,9 @@ parse_args(int argc, char **argv, struct opts *o, char *err, size_t errlen)
 	o->deployment = getenv("INGRESSD_DEPLOYMENT");
 	o->maxc = getenv("INGRESSD_MAX_CONCURRENCY");
 	o->drain = getenv("INGRESSD_DRAIN_MS");
+	o->cert = getenv("INGRESSD_TLS_CERT");
+	o->key = getenv("INGRESSD_TLS_KEY");
+	o->client_ca = getenv("INGRESSD_TLS_CLIENT_CA");
 	for (i = 1; i < argc; i++) {
 		for (k = 0; k < sizeof names / sizeof names[0]; k++) {
 			if ((v = opt_value(argc, argv, &i, names[k])) != NULL) {
@@ -76,7 +81,9 @@ parse_args(int argc, char **argv, struct opts *o, char *err, size_t errlen)
 		if (k == sizeof names / sizeof names[0]) {
 			snprintf(err, errlen, "unknown or incomplete option "
 			    "\"%s\" (use --listen ADDR, --id ID, --deployment "
-			    "NAME, --max-concurrency N, --drain-ms N)",
+			    "NAME, --max-concurrency N, --drain-ms N, "
+			    "--tls-cert FILE, --tls-key FILE, --tls-client-ca "
+			    "FILE)",
 			    argv[i]);
 			return -1;
 		}
@@ -131,7 +138,9 @@ replica_configure(struct replica *r, int argc, char **argv, char *err,
 		}
 		r->drain_ms = (unsigned)n;
 	}
-	return replica_listen(r, o.listen, err, errlen);
+	if (replica_listen(r, o.listen, err, errlen) == -1)
+		return -1;
+	return replica_tls(r, o.cert, o.key, o.client_ca, err, errlen);
 }
 
 struct replica *
