@@ -420,8 +420,10 @@ sock_connect_done(struct sock *s)
 	if (s->ssl != NULL) {
 		/* connected is reported once the handshake is done. */
 		sock_arm_write(s, 0);
+		/* It may finish here, if the server's answer is in. */
 		(void)sock_tls_shake(s);
-		sock_leave(s);
+		if (sock_leave(s) == 0)
+			sock_update_read(s);
 		return;
 	}
 	if (s->cbs->connected != NULL)

@@ -284,8 +284,16 @@ tls_ctx_cert(SSL_CTX *ctx, const char *cert, const char *key, char *err,
 {
 	if (SSL_CTX_use_certificate_chain_file(ctx, cert) != 1)
 		return tls_err(err, errlen, cert, "certificate");
-	if (SSL_CTX_use_PrivateKey_file(ctx, key, SSL_FILETYPE_PEM) != 1)
+	if (SSL_CTX_use_PrivateKey_file(ctx, key, SSL_FILETYPE_PEM) != 1) {
+		if (ERR_GET_REASON(ERR_peek_last_error()) ==
+		    X509_R_KEY_VALUES_MISMATCH) {
+			ERR_clear_error();
+			snprintf(err, errlen, "%s: private key does not match "
+			    "the certificate %s", key, cert);
+			return -1;
+		}
 		return tls_err(err, errlen, key, "private key");
+	}
 	if (SSL_CTX_check_private_key(ctx) != 1)
 		return tls_err(err, errlen, key, "does not match the "
 		    "certificate");
@@ -661,8 +669,8 @@ tls_fail_reason(struct ssl_st *ssl, int ssl_error, char *detail, size_t len)
 	}
 	if (ssl_error == SSL_ERROR_SSL && why == TLS_FAIL_BAD_CERT &&
 	    ssl != NULL && SSL_get_verify_result(ssl) != X509_V_OK)
-		snprintf(detail, len, "%s", X509_verify_cert_error_string(
-		    SSL_get_verify_result(ssl)));
+		snprintf(detail, len, "certificate verify failed: %s",
+		    X509_verify_cert_error_string(SSL_get_verify_result(ssl)));
 	ERR_clear_error();
 	return why;
 }
