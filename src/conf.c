@@ -788,8 +788,8 @@ conf_listen_one(struct conf_ctx *ctx, json_t *e, struct conf *conf,
 		return (0);
 	}
 	if (!json_is_object(e))
-		return (conf_error(ctx, "must be an address string or "
-		    "{\"address\": ..., \"tls\": {...}}"));
+		return (conf_error(ctx, "must be an address string or a "
+		    "listener object {\"address\", \"tls\"}"));
 	memset(&l, 0, sizeof(l));
 	if (conf_walk(ctx, conf_listener_keys, e, &l) == -1) {
 		/* Handed over so conf_free releases it. */
@@ -813,9 +813,11 @@ conf_listen(struct conf_ctx *ctx, const struct conf_key *k, json_t *v,
 	size_t		 i, n, old;
 
 	n = json_is_array(v) ? json_array_size(v) : 1;
-	if (n == 0)
+	if (n == 0 || (!json_is_array(v) && !json_is_string(v) &&
+	    !json_is_object(v)))
 		return (conf_error(ctx, "must be an address string, a "
-		    "listener object or a non-empty array of them"));
+		    "listener object {\"address\", \"tls\"} or a non-empty "
+		    "array of them"));
 	if ((conf->listen = calloc(n, sizeof(*conf->listen))) == NULL ||
 	    (conf->listen_tls = calloc(n, sizeof(*conf->listen_tls))) == NULL)
 		abort();
