@@ -217,6 +217,19 @@ reload_log_changes(unsigned gen, const struct reg_change *ch, unsigned n)
 		    what[ch[i].kind]);
 }
 
+/* A plain listener cannot turn into a TLS one in a running process. */
+static void
+reload_tls_gained(const char *addr, const struct conf *c)
+{
+	unsigned j;
+
+	for (j = 0; j < c->nlisten; j++) {
+		if (strcmp(c->listen[j], addr) == 0 && c->listen_tls[j] != NULL)
+			log_warnx("reload: listen %s: TLS added: restart "
+			    "ingressd to apply", addr);
+	}
+}
+
 /*
  * TLS listeners' certificates and settings, rebuilt from the new conf for
  * each running TLS listener whose address it still lists; srv[i] NULL: no
@@ -232,8 +245,10 @@ reload_tls_plan(struct daemon *d, const struct conf *c, struct tls_srv **srv,
 	unsigned i, j;
 
 	for (i = 0; i < d->ntls; i++) {
-		if (d->tls[i] == NULL)
+		if (d->tls[i] == NULL) {
+			reload_tls_gained(boot->listen[i], c);
 			continue;
+		}
 		for (j = 0; j < c->nlisten; j++)
 			if (strcmp(c->listen[j], boot->listen[i]) == 0)
 				break;
