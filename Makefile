@@ -14,7 +14,7 @@ CC	?= cc
 # Debian's python3-* modules (prometheus_client ...) are importable by this
 # interpreter only, not by a pyenv python3 first on PATH.
 PYTHON	?= /usr/bin/python3
-PKG	:= libevent libevent_pthreads jansson libnghttp2 libcares
+PKG	:= libevent libevent_pthreads jansson libnghttp2 libcares openssl
 LLHTTP_SRC_DIR := /usr/share/llhttp
 LLHTTP_INC_DIR := /usr/share/include/llhttp
 
@@ -57,7 +57,7 @@ REPLICA_LIB := $(BUILD)/libingressd-replica.a
 REPLICA_OBJ := $(addprefix $(BUILD)/obj/replica/,conn.o req.o listen.o cli.o \
 		etcd.o trailers.o grpc.o) \
 	       $(addprefix $(BUILD)/obj/src/,idtab.o net.o sock.o b64.o etcd_kv.o \
-		monotime.o) \
+		monotime.o tls.o) \
 	       $(BUILD)/obj/src/wire.o
 EXAMPLES := $(patsubst replica/examples/%.c,$(BUILD)/replica-%,\
 	    $(wildcard replica/examples/*.c))
@@ -69,7 +69,16 @@ FUZZ_SRC := $(wildcard tests/fuzz/fuzz_*.c)
 .PHONY: all deps deps-check run check check-only unit python integ asan bench \
 	fuzz fuzz-ci conformance install clean
 
-all: $(BUILD)/ingressd $(REPLICA_LIB) $(EXAMPLES)
+all: $(BUILD)/ingressd $(REPLICA_LIB) $(EXAMPLES) $(BUILD)/tls/server.pem
+
+# conf/tls.json's listener: a self-signed certificate for 127.0.0.1 and
+# localhost, made once (for the tour and the tests; never for production).
+$(BUILD)/tls/server.pem:
+	@mkdir -p $(dir $@)
+	openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes \
+	    -days 825 -subj /CN=localhost -keyout $(BUILD)/tls/server.key \
+	    -addext "subjectAltName=DNS:localhost,IP:127.0.0.1" -out $@ \
+	    2>/dev/null
 
 # Building without the packages would end in a compiler error about
 # event2/event.h or "No rule to make target build/obj/llhttp/api.o": say in
@@ -81,6 +90,7 @@ MISSING := $(if $(shell command -v $(CC)),,build-essential) \
 	   $(shell pkg-config --exists libevent libevent_pthreads 2>/dev/null || \
 		echo libevent-dev) \
 	   $(shell pkg-config --exists jansson 2>/dev/null || echo libjansson-dev) \
+	   $(shell pkg-config --exists openssl 2>/dev/null || echo libssl-dev) \
 	   $(if $(wildcard $(LLHTTP_SRC_DIR)/api.c),,node-llhttp)
 ifneq ($(strip $(MISSING)),)
 $(error missing Debian packages:$(sort $(MISSING)) -- run `make deps` (installs them) or `make run` (installs, builds, runs))

@@ -48,15 +48,17 @@ opt_value(int argc, char **argv, int *i, const char *name)
 
 struct opts {
 	const char	*listen, *id, *deployment, *maxc, *drain, *reg;
+	const char	*cert, *key, *client_ca;
 };
 
 static int
 parse_args(int argc, char **argv, struct opts *o, char *err, size_t errlen)
 {
 	static const char *const names[] = { "--listen", "--id",
-	    "--deployment", "--max-concurrency", "--drain-ms", "--register" };
+	    "--deployment", "--max-concurrency", "--drain-ms", "--register",
+	    "--tls-cert", "--tls-key", "--tls-client-ca" };
 	const char	**slot[] = { &o->listen, &o->id, &o->deployment,
-	    &o->maxc, &o->drain, &o->reg };
+	    &o->maxc, &o->drain, &o->reg, &o->cert, &o->key, &o->client_ca };
 	const char	 *v;
 	size_t		  k;
 	int		  i;
@@ -67,6 +69,9 @@ parse_args(int argc, char **argv, struct opts *o, char *err, size_t errlen)
 	o->maxc = getenv("INGRESSD_MAX_CONCURRENCY");
 	o->drain = getenv("INGRESSD_DRAIN_MS");
 	o->reg = getenv("INGRESSD_REGISTER");
+	o->cert = getenv("INGRESSD_TLS_CERT");
+	o->key = getenv("INGRESSD_TLS_KEY");
+	o->client_ca = getenv("INGRESSD_TLS_CLIENT_CA");
 	for (i = 1; i < argc; i++) {
 		for (k = 0; k < sizeof names / sizeof names[0]; k++) {
 			if ((v = opt_value(argc, argv, &i, names[k])) != NULL) {
@@ -78,7 +83,8 @@ parse_args(int argc, char **argv, struct opts *o, char *err, size_t errlen)
 			snprintf(err, errlen, "unknown or incomplete option "
 			    "\"%s\" (use --listen ADDR, --id ID, --deployment "
 			    "NAME, --max-concurrency N, --drain-ms N, "
-			    "--register URL)",
+			    "--register URL, --tls-cert FILE, --tls-key FILE, "
+			    "--tls-client-ca FILE)",
 			    argv[i]);
 			return -1;
 		}
@@ -134,7 +140,9 @@ replica_configure(struct replica *r, int argc, char **argv, char *err,
 		r->drain_ms = (unsigned)n;
 	}
 	r->register_url = o.reg != NULL && *o.reg != '\0' ? o.reg : NULL;
-	return replica_listen(r, o.listen, err, errlen);
+	if (replica_listen(r, o.listen, err, errlen) == -1)
+		return -1;
+	return replica_tls(r, o.cert, o.key, o.client_ca, err, errlen);
 }
 
 struct replica *

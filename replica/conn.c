@@ -27,6 +27,7 @@
 #include <unistd.h>
 
 #include "replica_impl.h"
+#include "tls.h"
 
 static void	conn_read_cb(void *);
 static void	conn_drained_cb(void *);
@@ -426,12 +427,21 @@ conn_read_cb(void *arg)
 struct conn *
 conn_new(struct replica *r, int fd)
 {
+	struct ssl_st	*ssl;
 	struct conn	*c;
 
 	if ((c = calloc(1, sizeof *c)) == NULL)
 		return NULL;
 	c->r = r;
 	if ((c->sock = sock_new(r->base, fd, &conn_sock_cbs, c)) == NULL) {
+		free(c);
+		return NULL;
+	}
+	/* TLS: the handshake first; our HELLO waits in the output. */
+	if (r->tls != NULL && ((ssl = tls_srv_ssl(r->tls)) == NULL ||
+	    sock_tls_accept(c->sock, ssl, tls_srv_handshake_timeout(r->tls)) ==
+	    -1)) {
+		sock_free(c->sock);
 		free(c);
 		return NULL;
 	}

@@ -11,8 +11,10 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "conf.h"
 #include "net.h"
 #include "replica_impl.h"
+#include "tls.h"
 
 static void
 accept_cb(struct evconnlistener *lev, evutil_socket_t fd,
@@ -100,6 +102,41 @@ replica_listen(struct replica *r, const char *addr, char *err, size_t errlen)
 		return -1;
 	}
 	evconnlistener_set_error_cb(r->lev, accept_error_cb);
+	return 0;
+}
+
+/*
+ * TLS toward ingressd on a TCP address: our certificate and key, and with
+ * client_ca, ingressd's certificate required and verified against it.
+ * A unix socket stays plain (the settings are ignored, with a note).
+ */
+int
+replica_tls(struct replica *r, const char *cert, const char *key,
+    const char *client_ca, char *err, size_t errlen)
+{
+	struct conf_tls_cert cc;
+	struct conf_tls t;
+
+	if (cert == NULL || *cert == '\0')
+		return 0;
+	if (r->unix_path[0] != '\0') {
+		replica_log(r, "TLS settings ignored: %s is a unix socket",
+		    r->address);
+		return 0;
+	}
+	memset(&t, 0, sizeof(t));
+	cc.cert = (char *)cert;
+	cc.key = (char *)(key != NULL && *key != '\0' ? key : cert);
+	t.certs = &cc;
+	t.ncerts = 1;
+	t.client_ca = (char *)client_ca;
+	t.verify_client = client_ca != NULL && *client_ca != '\0' ?
+	    CONF_VERIFY_REQUIRE : CONF_VERIFY_OFF;
+	t.handshake_timeout = 10;
+	t.session_tickets = 1;
+	if (tls_init(err, errlen) == -1 ||
+	    (r->tls = tls_srv_new(&t, err, errlen)) == NULL)
+		return -1;
 	return 0;
 }
 
@@ -208,6 +245,7 @@ replica_free(struct replica *r)
 		event_free(r->drain_ev);
 	if (r->accept_ev != NULL)
 		event_free(r->accept_ev);
+	tls_srv_unref(r->tls);
 	free(r);
 }
 

@@ -16,6 +16,10 @@
  *   --drain-ms N           INGRESSD_DRAIN_MS     default 2000
  *   --register URL         INGRESSD_REGISTER     etcd://IP:PORT/PREFIX[?ttl=N]:
  *                          self-registration with a lease (replica_etcd_*)
+ *   --tls-cert FILE        INGRESSD_TLS_CERT     TLS on a TCP address
+ *   --tls-key FILE         INGRESSD_TLS_KEY      (default: in the cert file)
+ *   --tls-client-ca FILE   INGRESSD_TLS_CLIENT_CA  require ingressd's cert
+ * A program using the library links -lssl -lcrypto too.
  * A stale unix socket is unlinked before bind.  On SIGTERM or SIGINT the
  * replica stops accepting, unlinks its socket, sends GOAWAY, lets requests
  * in flight finish for up to drain-ms (a second signal cuts that short),

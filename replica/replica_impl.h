@@ -112,6 +112,8 @@ struct conn_ops {
 	void	(*cancel)(struct replica_req *);
 };
 
+struct tls_srv;
+
 struct replica {
 	const struct conn_ops *ops;
 	void		(*drained)(struct replica *);	/* stopping, idle */
@@ -126,6 +128,7 @@ struct replica {
 	unsigned	 drain_ms;
 	unsigned	 active;	/* live reqs, all connections */
 	struct evconnlistener *lev;
+	struct tls_srv	*tls;		/* TLS toward ingressd, or NULL */
 	struct event	*sigterm;
 	struct event	*sigint;
 	struct event	*drain_ev;
@@ -159,6 +162,8 @@ extern const struct conn_ops req_conn_ops;
 
 /* listen.c */
 int	 replica_listen(struct replica *, const char *, char *, size_t);
+int	 replica_tls(struct replica *, const char *cert, const char *key,
+	    const char *client_ca, char *, size_t);
 void	 replica_drained(struct replica *);
 void	 signal_cb(evutil_socket_t, short, void *);
 void	 drain_timeout_cb(evutil_socket_t, short, void *);

@@ -12,7 +12,7 @@ case "$set_" in run|check) ;; *) echo "usage: deps.sh [run|check]" >&2; exit 2 ;
 # (the HTTP/2 front edge), c-ares (dns_srv deployments); the example
 # replicas include a Python one; curl is the README's client.
 PKGS="build-essential pkg-config libevent-dev libjansson-dev node-llhttp
-libc-ares-dev libnghttp2-dev python3 curl ca-certificates"
+libc-ares-dev libnghttp2-dev libssl-dev openssl python3 curl ca-certificates"
 if [ "$set_" = check ]; then
 	# Unit tests (Check), sanitizers and fuzzers (clang, its runtimes),
 	# load generators and a reference proxy for bench, a DNS server for the
@@ -21,7 +21,7 @@ if [ "$set_" = check ]; then
 	# the fleet tests (tests/integ/test_fleet_etcd.py).
 	PKGS="$PKGS check libsubunit-dev clang libclang-rt-14-dev valgrind
 wrk apache2-utils nginx-light dnsmasq-base python3-prometheus-client
-etcd-server etcd-client nghttp2-client python3-h2 python3-grpcio"
+etcd-server etcd-client nghttp2-client python3-h2 python3-grpcio testssl.sh"
 fi
 [ -n "$INGRESSD_DEPS_EXTRA" ] && PKGS="$PKGS $INGRESSD_DEPS_EXTRA"
 

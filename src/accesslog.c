@@ -331,7 +331,19 @@ al_combined(struct al_out *o, struct accesslog_slot *aw, const struct reqlog *r)
 		al_puts(o, " upstream_time=-", 16);
 	if (r->grpc)
 		al_printf(o, " grpc_status=%d", r->grpc_status);
-	al_printf(o, " request_time=%.3f\n", r->total_s);
+	al_printf(o, " request_time=%.3f", r->total_s);
+	if (r->tls_version != NULL) {
+		al_printf(o, " tls=%s cipher=%s sni=", r->tls_version,
+		    r->tls_cipher);
+		al_escape(o, r->tls_sni != NULL ? r->tls_sni : "-",
+		    r->tls_sni != NULL ? strlen(r->tls_sni) : 1);
+		al_puts(o, " client_cert=\"", 14);
+		al_escape(o, r->client_subject != NULL ? r->client_subject :
+		    "-", r->client_subject != NULL ? strlen(r->client_subject) :
+		    1);
+		al_puts(o, "\"", 1);
+	}
+	al_puts(o, "\n", 1);
 }
 
 static void
@@ -368,6 +380,14 @@ al_json(struct al_out *o, struct accesslog_slot *aw, const struct reqlog *r)
 	al_json_cstr(o, r->referer);
 	if (r->grpc)
 		al_printf(o, ",\"grpc_status\":%d", r->grpc_status);
+	al_puts(o, ",\"tls_version\":", 15);
+	al_json_cstr(o, r->tls_version);
+	al_puts(o, ",\"tls_cipher\":", 14);
+	al_json_cstr(o, r->tls_cipher);
+	al_puts(o, ",\"tls_sni\":", 11);
+	al_json_cstr(o, r->tls_sni);
+	al_puts(o, ",\"client_cert_subject\":", 23);
+	al_json_cstr(o, r->client_subject);
 	al_printf(o, ",\"aborted\":%s}\n", r->aborted ? "true" : "false");
 }
 

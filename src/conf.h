@@ -49,6 +49,36 @@ struct conf_timeouts {
 	double		 drain;		/* graceful stop */
 };
 
+/* A TLS listener (listen entry's "tls"); docs/conf.md. */
+enum conf_verify { CONF_VERIFY_OFF, CONF_VERIFY_OPTIONAL, CONF_VERIFY_REQUIRE };
+
+struct conf_tls_cert {
+	char		*cert;		/* PEM chain, leaf first */
+	char		*key;		/* PEM private key */
+};
+
+struct conf_tls {
+	struct conf_tls_cert *certs;	/* [0] is the default (no SNI match) */
+	unsigned	 ncerts;
+	char		**alpn;		/* server's preference order */
+	unsigned	 nalpn;
+	char		*ciphers;	/* TLS 1.2 list; NULL: the default */
+	char		*ciphersuites;	/* TLS 1.3 list; NULL: the default */
+	char		*min_version;	/* "TLSv1.2" (default) or "TLSv1.3" */
+	char		*client_ca;	/* PEM CA file for client certificates */
+	enum conf_verify verify_client;
+	double		 handshake_timeout;
+	int		 session_tickets;
+};
+
+/* A deployment's wire over TLS (TCP endpoints only). */
+struct conf_upstream_tls {
+	char		*ca;		/* verify the replica with this CA */
+	char		*cert;		/* and present this (mutual TLS) */
+	char		*key;
+	char		*server_name;	/* SNI and the name checked */
+};
+
 /* Where a route finds the deployment's name. */
 enum conf_route_from {
 	CONF_FROM_CONF,			/* "deployment": fixed in the conf */
@@ -111,6 +141,7 @@ struct conf_deployment {
 	double		 queue_timeout;	/* seconds; 0: conf timeouts.queue */
 	double		 request_timeout; /* seconds; 0: conf timeouts.request */
 	int		 prewarm;	/* resolve and warm at start */
+	struct conf_upstream_tls *tls;	/* NULL: plain */
 };
 
 /* registry.etcd: the fleet's shared registry (src/etcd.c); off when
@@ -128,6 +159,7 @@ struct conf {
 	char		*path;
 	char		**listen;	/* "host:port" or "unix:/path" */
 	unsigned	 nlisten;
+	struct conf_tls	**listen_tls;	/* per listen[i]; NULL: plain */
 	char		*admin;		/* NULL: no admin listener */
 	unsigned	 workers;	/* 1..CONF_MAX_WORKERS ("auto" = cores) */
 	char		*runtime_dir;	/* spawned replicas' sockets; NULL: default */

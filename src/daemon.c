@@ -48,6 +48,7 @@
 #include "preflight.h"
 #include "registry.h"
 #include "reload.h"
+#include "tls.h"
 #include "route.h"
 #include "sdnotify.h"
 #include "supervise.h"
@@ -101,7 +102,7 @@ daemon_runtime_dir(struct daemon *d, char *err, size_t errlen)
  */
 static int
 daemon_listen(struct daemon *d, const char *key, const char *text, int admin,
-    char *err, size_t errlen)
+    struct tls_slot *tls, char *err, size_t errlen)
 {
 	struct net_addr addr;
 	unsigned i, n = admin ? 1 : d->nworkers;
@@ -126,14 +127,15 @@ daemon_listen(struct daemon *d, const char *key, const char *text, int admin,
 			goto fail;
 		}
 		if (worker_add_listener(d->workers[i], fd, admin ?
-		    front_accept_admin : front_accept_client, NULL) == -1) {
+		    front_accept_admin : front_accept_client, tls) == -1) {
 			close(fd);
 			snprintf(msg, sizeof(msg), "%s: too many listeners",
 			    text);
 			goto fail;
 		}
 	}
-	log_info("listening on %s%s%s", text, admin ? " (admin)" : "",
+	log_info("listening on %s%s%s%s", text, admin ? " (admin)" : "",
+	    tls != NULL ? " (TLS)" : "",
 	    passed != -1 ? " (socket from systemd)" : "");
 	return 0;
 fail:
@@ -232,6 +234,30 @@ static const struct worker_hooks daemon_worker_hooks = {
 	.free_all = front_free_all,
 };
 
+/* listen[i]'s TLS contexts, if it has "tls". */
+static int
+daemon_tls(struct daemon *d, unsigned i, const char *key, char *err,
+    size_t errlen)
+{
+	const struct conf *c = d->conf;
+	struct tls_srv *srv;
+	char msg[512];
+
+	if (c->listen_tls[i] == NULL)
+		return 0;
+	if (tls_init(msg, sizeof(msg)) == -1 ||
+	    (srv = tls_srv_new(c->listen_tls[i], msg, sizeof(msg))) == NULL) {
+		snprintf(err, errlen, "%s: %s.tls: %s", c->path, key, msg);
+		return -1;
+	}
+	if ((d->tls[i] = tls_slot_new(srv)) == NULL) {
+		tls_srv_unref(srv);
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
+	return 0;
+}
+
 /* Workers made and their sockets bound; no thread runs yet. */
 static int
 daemon_bind(struct daemon *d, char *err, size_t errlen)
@@ -247,13 +273,20 @@ daemon_bind(struct daemon *d, char *err, size_t errlen)
 			return -1;
 		}
 	}
+	if ((d->tls = calloc(c->nlisten, sizeof(*d->tls))) == NULL) {
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
+	d->ntls = c->nlisten;
 	for (i = 0; i < c->nlisten; i++) {
 		snprintf(key, sizeof(key), "listen[%u]", i);
-		if (daemon_listen(d, key, c->listen[i], 0, err, errlen) == -1)
+		if (daemon_tls(d, i, key, err, errlen) == -1 ||
+		    daemon_listen(d, key, c->listen[i], 0, d->tls[i], err,
+		    errlen) == -1)
 			return -1;
 	}
 	if (c->admin != NULL &&
-	    daemon_listen(d, "admin", c->admin, 1, err, errlen) == -1)
+	    daemon_listen(d, "admin", c->admin, 1, NULL, err, errlen) == -1)
 		return -1;
 	daemon_close_unused(d);
 	return 0;
@@ -321,6 +354,7 @@ daemon_start(struct daemon *d, char *err, size_t errlen)
 	if (daemon_logs(d, err, errlen) == -1 ||
 	    supervise_check(d->conf, err, errlen) == -1 ||
 	    preflight_unique(d->conf, err, errlen) == -1 ||
+	    preflight_tls(d->conf, err, errlen) == -1 ||
 	    daemon_runtime_dir(d, err, errlen) == -1)
 		return -1;
 	if ((d->reg = registry_new(d->nworkers, d->runtime_dir)) == NULL) {
@@ -575,6 +609,9 @@ daemon_stop(struct daemon *d)
 	etcd_free(d->etcd);
 	for (i = 0; i < d->nworkers; i++)
 		worker_free(d->workers[i]);
+	for (i = 0; i < d->ntls; i++)
+		tls_slot_free(d->tls[i]);
+	free(d->tls);
 	while (d->jobs != NULL)
 		reload_job_free(d->jobs);
 	supervise_free(d->sv);

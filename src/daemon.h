@@ -15,6 +15,7 @@
 #define NSIGNALS		5
 
 struct reload_job;
+struct tls_slot;
 
 struct daemon {
 	const char	*path;
@@ -30,6 +31,8 @@ struct daemon {
 	struct dnssrv	*dnssrv;	/* dns_srv deployments' lookups */
 	struct etcd	*etcd;		/* registry.etcd's watch, or NULL */
 	struct worker	*workers[CONF_MAX_WORKERS];
+	struct tls_slot	**tls;		/* per boot listen[i]; NULL: plain */
+	unsigned	 ntls;
 	unsigned	 nworkers;
 	unsigned	 started;	/* worker threads running */
 	char		 runtime_dir[256];

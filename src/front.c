@@ -40,6 +40,7 @@
 #include "route.h"
 #include "sock.h"
 #include "stream.h"
+#include "tls.h"
 #include "wctx.h"
 #include "wire.h"
 #include "worker.h"
@@ -69,6 +70,8 @@ struct front {
 	struct event	*resume;	/* deferred work: next request or free */
 	enum front_timer timer_kind;
 	int		 admin;		/* accepted on the admin listener */
+	int		 tls_seen;	/* subject looked up (first request) */
+	char		*subject;	/* verified client certificate or NULL */
 	int		 closing;	/* free once the output is flushed */
 	int		 sniffed;	/* first bytes seen: not HTTP/2 */
 	char		 peer[64];
@@ -647,6 +650,26 @@ front_client(struct front *f, const struct http1_request *r)
 		    conf->ntrusted_proxies, r, f->client, sizeof(f->client));
 }
 
+/* A TLS connection's facts for the log and the replica's headers. */
+static void
+front_tls_log(struct front *f)
+{
+	struct ssl_st *ssl = sock_ssl(f->sock);
+	char buf[512];
+
+	if (ssl == NULL)
+		return;
+	if (!f->tls_seen) {
+		f->tls_seen = 1;
+		if (tls_peer_subject(ssl, buf, sizeof(buf)))
+			f->subject = strdup(buf);
+	}
+	f->log.tls_version = tls_version(ssl);
+	f->log.tls_cipher = tls_cipher(ssl);
+	f->log.tls_sni = tls_sni(ssl);
+	f->log.client_subject = f->subject;
+}
+
 static int
 front_req_head(void *arg, struct http1_request *r)
 {
@@ -659,6 +682,7 @@ front_req_head(void *arg, struct http1_request *r)
 	front_scan_fields(r, &ff);
 	front_client(f, r);
 	f->req = r;
+	front_tls_log(f);
 	f->log.t_start = front_now(f);
 	f->log.method = r->method;
 	f->log.target = r->target;
@@ -671,7 +695,7 @@ front_req_head(void *arg, struct http1_request *r)
 	f->keep_alive = r->keep_alive;
 	front_request_id(f, ff.request_id);
 	front_arm(f, T_BODY);
-	if (r->nfields > WIRE_MAX_FIELDS - 2)
+	if (r->nfields > WIRE_MAX_FIELDS - 3)
 		return 431;
 	if (admin_is_admin_path(r->target, r->path_len, f->admin)) {
 		f->local_status = -1;		/* answered at the end */
@@ -706,6 +730,8 @@ front_req_head(void *arg, struct http1_request *r)
 	info.deployment = handle_name(h);
 	info.request_id = f->request_id;
 	info.client_addr = f->peer;
+	info.https = f->log.tls_version != NULL;
+	info.client_subject = f->subject;
 	info.timeout = front_timeout(ff.timeout, handle_request_timeout(h));
 	if ((f->stream = stream_new(f->w, &info, &front_stream_ops, f)) == NULL) {
 		f->local_status = 503;
@@ -779,6 +805,7 @@ front_free(struct front *f)
 	free(f->target);
 	free(f->name);
 	free(f->admin_body);
+	free(f->subject);
 	if (f->sock != NULL) {		/* else handed over to h2.c */
 		clientlim_close(f->client_key);
 		worker_conn_close(f->w);
@@ -979,7 +1006,10 @@ front_error_cb(void *arg, int eof)
 {
 	struct front *f = arg;
 
-	if (!eof)
+	if (!eof && sock_tls_error(f->sock)[0] != '\0')
+		log_debug("client %s: TLS: %s", f->peer,
+		    sock_tls_error(f->sock));
+	else if (!eof)
 		log_debug("client %s: %s", f->peer, strerror(errno));
 	/* EOF or error: whatever is in flight is abandoned (CANCEL). */
 	front_free(f);
@@ -1045,9 +1075,23 @@ front_refuse(int fd)
 	evutil_closesocket(fd);
 }
 
-void
-front_accept(struct wctx *w, int fd, const struct sockaddr *sa, int socklen,
-    int admin)
+/* A TLS listener's connection: the handshake comes first. */
+static int
+front_tls(struct front *f, struct tls_slot *slot)
+{
+	struct ssl_st *ssl;
+	double timeout;
+
+	if (slot == NULL)
+		return 0;
+	if ((ssl = tls_slot_ssl(slot, &timeout)) == NULL)
+		return -1;
+	return sock_tls_accept(f->sock, ssl, timeout);
+}
+
+static void
+front_open(struct wctx *w, int fd, const struct sockaddr *sa, int socklen,
+    int admin, struct tls_slot *slot)
 {
 	const struct conf *conf = w->conf;
 	struct http1_limits lim;
@@ -1083,7 +1127,8 @@ front_accept(struct wctx *w, int fd, const struct sockaddr *sa, int socklen,
 	f->sock = sock_new(w->base, fd, &front_sock_cbs, f);
 	deadline_init(&f->timer, w->base, front_timer_cb, f);
 	f->resume = event_new(w->base, -1, 0, front_resume_cb, f);
-	if (f->parser == NULL || f->sock == NULL || f->resume == NULL) {
+	if (f->parser == NULL || f->sock == NULL || f->resume == NULL ||
+	    front_tls(f, slot) == -1) {
 		if (f->sock == NULL)
 			evutil_closesocket(fd);
 		else
@@ -1103,6 +1148,13 @@ front_accept(struct wctx *w, int fd, const struct sockaddr *sa, int socklen,
 	front_link(f);
 	sock_set_limits(f->sock, FRONT_READ_HIGH, FRONT_WRITE_LOW);
 	front_arm(f, T_HEADER);
+}
+
+void
+front_accept(struct wctx *w, int fd, const struct sockaddr *sa, int socklen,
+    int admin)
+{
+	front_open(w, fd, sa, socklen, admin, NULL);
 }
 
 /* Worker shutdown: every connection goes, in-flight requests cancelled. */
@@ -1144,12 +1196,12 @@ void
 front_accept_client(struct wctx *w, int fd, const struct sockaddr *sa,
     int socklen, void *arg)
 {
-	front_accept(w, fd, sa, socklen, 0);
+	front_open(w, fd, sa, socklen, 0, arg);
 }
 
 void
 front_accept_admin(struct wctx *w, int fd, const struct sockaddr *sa,
     int socklen, void *arg)
 {
-	front_accept(w, fd, sa, socklen, 1);
+	front_open(w, fd, sa, socklen, 1, NULL);
 }

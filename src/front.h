@@ -18,7 +18,8 @@ struct wctx;
  * admin listener. */
 void	front_accept(struct wctx *, int fd, const struct sockaddr *,
 	    int socklen, int admin);
-/* The same, in the shape worker_add_listener() takes (arg unused). */
+/* The same, in the shape worker_add_listener() takes (arg: the
+ * listener's struct tls_slot, or NULL for plain HTTP). */
 void	front_accept_client(struct wctx *, int fd, const struct sockaddr *,
 	    int socklen, void *arg);
 void	front_accept_admin(struct wctx *, int fd, const struct sockaddr *,

@@ -398,6 +398,7 @@ h2_free(struct h2conn *c)
 	event_free(c->resume);
 	clientlim_close(c->client_key);
 	worker_conn_close(c->w);
+	free(c->subject);
 	free(c);
 }
 

@@ -38,6 +38,8 @@ struct h2conn {
 	unsigned	 resets, controls;
 	unsigned	 conts;		/* CONTINUATIONs in this block */
 	int		 in_block;	/* a header block is open */
+	int		 tls_seen;	/* subject looked up (first stream) */
+	char		*subject;	/* verified client certificate or NULL */
 	/* h2.c's, for a stream that ends: the stream layer calls the
 	 * connection back only through this pointer. */
 	void		(*stream_gone)(struct h2conn *);

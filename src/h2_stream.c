@@ -42,7 +42,9 @@
 #include "reqlog.h"
 #include "resp.h"
 #include "route.h"
+#include "sock.h"
 #include "stream.h"
+#include "tls.h"
 #include "wctx.h"
 #include "wire.h"
 #include "worker.h"
@@ -388,6 +390,30 @@ h2s_named(struct h2s *s, const struct conf_route *rt, const char **target,
 
 static const struct stream_ops h2s_stream_ops;
 
+/* Over TLS: the connection's facts for the log and the replica's
+ * headers (X-Forwarded-Proto, a verified client certificate's subject). */
+static void
+h2s_tls(struct h2s *s, struct stream_info *info)
+{
+	struct h2conn *c = s->c;
+	struct ssl_st *ssl = sock_ssl(c->sock);
+	char buf[512];
+
+	if (ssl == NULL)
+		return;
+	if (!c->tls_seen) {
+		c->tls_seen = 1;
+		if (tls_peer_subject(ssl, buf, sizeof(buf)))
+			c->subject = strdup(buf);
+	}
+	s->log.tls_version = tls_version(ssl);
+	s->log.tls_cipher = tls_cipher(ssl);
+	s->log.tls_sni = tls_sni(ssl);
+	s->log.client_subject = c->subject;
+	info->https = 1;
+	info->client_subject = c->subject;
+}
+
 /* Route and submit, as front_req_head does. */
 static void
 h2s_route(struct h2s *s)
@@ -397,6 +423,8 @@ h2s_route(struct h2s *s)
 	struct stream_info info;
 	struct handle *h;
 
+	memset(&info, 0, sizeof(info));
+	h2s_tls(s, &info);
 	if (admin_is_admin_path(s->req.target, s->req.path_len, c->admin)) {
 		s->admin = 1;		/* answered at the end of the body */
 		return;
@@ -408,7 +436,6 @@ h2s_route(struct h2s *s)
 		return;
 	}
 	s->log.route = rt->prefix;
-	memset(&info, 0, sizeof(info));
 	if (rt->from != CONF_FROM_CONF) {
 		if ((h = h2s_named(s, rt, &info.target, &info.target_len)) ==
 		    NULL)

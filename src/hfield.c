@@ -126,6 +126,7 @@ hfield_dropped(const struct hfield_scan *sc, const struct hfield *f)
 	    hfield_name_is(f->name, f->name_len, "x-forwarded-for") ||
 	    hfield_name_is(f->name, f->name_len, "x-forwarded-proto") ||
 	    hfield_name_is(f->name, f->name_len, "x-request-id") ||
+	    hfield_name_is(f->name, f->name_len, "x-client-cert-subject") ||
 	    (sc->have_conn && hfield_conn_listed(sc->conn.value,
 	    sc->conn.value_len, f->name, f->name_len));
 }
@@ -143,8 +144,9 @@ hfield_forward(const struct hfield_req *req, struct hfield_out *out)
 	hfield_scan(req, &sc);
 	if (hfield_xff(req, &sc, out, &xfflen) == -1)
 		return -1;
-	/* Room for X-Forwarded-For, -Proto and a Host we add. */
-	room = out->max - 2 - (!sc.have_host && req->host != NULL);
+	/* Room for X-Forwarded-For, -Proto, the subject and a Host we add. */
+	room = out->max - 2 - (req->subject != NULL) -
+	    (!sc.have_host && req->host != NULL);
 	for (i = 0; i < req->n && nf < room; i++) {
 		req->get(req->src, i, &f);
 		if (hfield_dropped(&sc, &f))
@@ -167,6 +169,9 @@ hfield_forward(const struct hfield_req *req, struct hfield_out *out)
 	hfield_emit(out, "x-forwarded-for", 15, out->xff, xfflen);
 	hfield_emit(out, "x-forwarded-proto", 17, req->proto,
 	    strlen(req->proto));
+	if (req->subject != NULL)
+		hfield_emit(out, "x-client-cert-subject", 21, req->subject,
+		    strlen(req->subject));
 	return 0;
 }
 

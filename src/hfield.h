@@ -51,6 +51,8 @@ struct hfield_req {
 	size_t		 host_len;	/* authority, or Host; NULL: none */
 	const char	*peer;		/* the client: ends X-Forwarded-For */
 	const char	*proto;		/* X-Forwarded-Proto: "http", "https" */
+	const char	*subject;	/* a verified client certificate's
+					 * subject, or NULL */
 };
 
 #define HFIELD_XFF_INLINE	256
@@ -64,7 +66,7 @@ struct hfield_req {
 struct hfield_out {
 	void		(*emit)(void *arg, const struct hfield *);
 	void		*arg;
-	unsigned	 max;		/* at least 3 */
+	unsigned	 max;		/* at least 4 */
 	char		*xff;		/* private */
 	char		 buf[HFIELD_XFF_INLINE];
 };
@@ -73,9 +75,11 @@ struct hfield_out {
  * The request fields to forward: the client's end-to-end fields in order,
  * minus hop-by-hop ones, the ones Connection names and the ones we set
  * (X-Forwarded-*; X-Request-Id, which the upstream edge sends its own
- * way), Host replaced by req->host; then X-Forwarded-For (the client's
- * values joined, the peer appended) and X-Forwarded-Proto.  Fields beyond max
- * are dropped, never ours.  -1: out of memory, nothing emitted.
+ * way, and X-Client-Cert-Subject: a client's own copy is always dropped),
+ * Host replaced by req->host; then X-Forwarded-For (the client's values
+ * joined, the peer appended), X-Forwarded-Proto and, only from a verified
+ * client certificate, X-Client-Cert-Subject.  Fields beyond max are
+ * dropped, never ours.  -1: out of memory, nothing emitted.
  */
 int	 hfield_forward(const struct hfield_req *, struct hfield_out *);
 void	 hfield_out_free(struct hfield_out *);

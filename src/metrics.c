@@ -19,6 +19,7 @@
 #include "metrics.h"
 #include "registry.h"
 #include "reqlog.h"
+#include "tls.h"
 
 #define METRICS_LABEL_MAX	128
 #define METRICS_INDEX		(METRICS_MAX_SERIES * 2)	/* power of 2 */
@@ -592,6 +593,42 @@ metrics_render_http(struct metrics_rbuf *rb, const char *dep,
 	    f->conns_idle);
 }
 
+/* TLS handshakes on the listeners and toward replicas (tls.c's counts). */
+static void
+metrics_render_tls(FILE *fp)
+{
+	struct tls_stats st;
+	unsigned i;
+
+	tls_stats(&st);
+	metrics_family(fp, "ingressd_tls_handshakes_total", "counter",
+	    "TLS handshakes completed, by protocol version.");
+	fprintf(fp, "ingressd_tls_handshakes_total{version=\"TLSv1.2\"} %llu\n"
+	    "ingressd_tls_handshakes_total{version=\"TLSv1.3\"} %llu\n",
+	    (unsigned long long)st.handshakes[0],
+	    (unsigned long long)st.handshakes[1]);
+	metrics_family(fp, "ingressd_tls_handshakes_resumed_total", "counter",
+	    "TLS handshakes that resumed a session (ticket).");
+	fprintf(fp, "ingressd_tls_handshakes_resumed_total %llu\n",
+	    (unsigned long long)st.resumed);
+	metrics_family(fp, "ingressd_tls_handshake_failures_total", "counter",
+	    "TLS handshakes that failed, by reason.");
+	for (i = 0; i < TLS_FAIL_N; i++)
+		fprintf(fp, "ingressd_tls_handshake_failures_total{reason="
+		    "\"%s\"} %llu\n", tls_fail_name((enum tls_fail)i),
+		    (unsigned long long)st.failed[i]);
+	metrics_family(fp, "ingressd_tls_handshakes_by_cipher_total", "counter",
+	    "TLS handshakes completed, by cipher.");
+	for (i = 0; i < TLS_MAX_CIPHERS && st.ciphers[i] != NULL; i++)
+		fprintf(fp, "ingressd_tls_handshakes_by_cipher_total{cipher="
+		    "\"%s\"} %llu\n", st.ciphers[i],
+		    (unsigned long long)st.by_cipher[i]);
+	metrics_family(fp, "ingressd_tls_reloads_refused_total", "counter",
+	    "Reloads refused for a TLS certificate, key or setting.");
+	fprintf(fp, "ingressd_tls_reloads_refused_total %llu\n",
+	    (unsigned long long)st.reloads_refused);
+}
+
 static void
 metrics_render_replica(struct metrics_rbuf *rb, const char *dep,
     const struct reg_replica_figures *f)
@@ -690,6 +727,7 @@ metrics_render_process(FILE *fp, unsigned nconns)
 	metrics_family(fp, "ingressd_connections", "gauge",
 	    "Client connections open.");
 	fprintf(fp, "ingressd_connections %u\n", nconns);
+	metrics_render_tls(fp);
 	metrics_family(fp, "ingressd_connections_accepted_total", "counter",
 	    "Client connections accepted.");
 	fprintf(fp, "ingressd_connections_accepted_total %llu\n",

@@ -14,6 +14,7 @@
 #include "conf.h"
 #include "net.h"
 #include "preflight.h"
+#include "tls.h"
 
 /* listen[0..n-1], then admin: each resolved, with its key. */
 struct pf_addrs {
@@ -158,6 +159,37 @@ pf_bind(const struct conf *c, const struct pf_addrs *a, char *err,
 	return 0;
 }
 
+/* Every certificate against its key, and the replicas' TLS files. */
+int
+preflight_tls(const struct conf *c, char *err, size_t errlen)
+{
+	const struct conf_upstream_tls *u;
+	struct tls_cli *cl;
+	char msg[512];
+	unsigned i;
+
+	for (i = 0; i < c->nlisten; i++) {
+		if (c->listen_tls[i] != NULL &&
+		    tls_check(c->listen_tls[i], msg, sizeof(msg)) == -1) {
+			snprintf(err, errlen, "%s: listen[%u].tls: %s", c->path,
+			    i, msg);
+			return -1;
+		}
+	}
+	for (i = 0; i < c->ndeployments; i++) {
+		if ((u = c->deployments[i].tls) == NULL)
+			continue;
+		if ((cl = tls_cli_new(u->ca, u->cert, u->key, u->server_name,
+		    msg, sizeof(msg))) == NULL) {
+			snprintf(err, errlen, "%s: deployments.%s.tls: %s",
+			    c->path, c->deployments[i].name, msg);
+			return -1;
+		}
+		tls_cli_free(cl);
+	}
+	return 0;
+}
+
 int
 preflight_check(const struct conf *c, char *err, size_t errlen, char *note,
     size_t notelen)
@@ -168,7 +200,8 @@ preflight_check(const struct conf *c, char *err, size_t errlen, char *note,
 	if (notelen > 0)
 		note[0] = '\0';
 	if (pf_file(c, "error_log", c->error_log, err, errlen) == -1 ||
-	    pf_file(c, "access_log", c->access_log, err, errlen) == -1)
+	    pf_file(c, "access_log", c->access_log, err, errlen) == -1 ||
+	    preflight_tls(c, err, errlen) == -1)
 		return -1;
 	memset(&a, 0, sizeof(a));
 	rv = pf_resolve(c, &a, err, errlen) == -1 ||

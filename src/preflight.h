@@ -26,4 +26,8 @@ int	preflight_check(const struct conf *, char *err, size_t errlen,
 /* listen and admin resolved, no two the same socket address (start). */
 int	preflight_unique(const struct conf *, char *err, size_t errlen);
 
+/* TLS files: each certificate chain against its key, the CAs (-t and
+ * the start; a reload checks the same when it builds the contexts). */
+int	preflight_tls(const struct conf *, char *err, size_t errlen);
+
 #endif

@@ -13,6 +13,7 @@
 #include "registry.h"
 #include "registry_impl.h"
 #include "registry_publish.h"
+#include "tls.h"
 
 static const char *hstate_names[] = {
 	"idle", "resolving", "warming", "ready", "failed",
@@ -54,6 +55,7 @@ registry_endpoint_free(struct reg_endpoint *ep)
 {
 	if (ep == NULL)
 		return;
+	tls_cli_free(atomic_load(&ep->tls));
 	free(ep->stats);
 	free(ep);
 }

@@ -53,6 +53,8 @@ enum reg_estate {
 };
 #define REG_E_NSTATES	5
 
+struct tls_cli;
+
 /*
  * protocol "http" (the HTTP/1.1 upstream edge): its health and pool
  * settings.  With the protocol, part of an endpoint's identity: the same
@@ -80,6 +82,10 @@ struct reg_endpoint {
 	_Atomic int	 pid;		/* spawned: current process, else 0 */
 	_Atomic unsigned restarts;	/* spawned: times restarted */
 	struct ep_stats	*stats;		/* [nworkers] */
+	/* The wire over TLS (a TCP endpoint of a deployment with "tls"), or
+	 * NULL.  Set on the main thread, read by workers at each connect;
+	 * one replaced by a reload stays allocated (tls_cli_retire). */
+	struct tls_cli *_Atomic tls;
 };
 
 /* What a worker gets back from a lookup: valid for the registry's life. */

@@ -20,6 +20,7 @@
 #include "net.h"
 #include "registry.h"
 #include "registry_impl.h"
+#include "tls.h"
 
 /* One deployment of the new conf, as the plan phase sees it. */
 enum reg_plan_kind { PLAN_SAME, PLAN_SETTINGS, PLAN_ENDPOINTS, PLAN_NEW };
@@ -193,6 +194,31 @@ registry_http_port(const struct reg_plan *p, unsigned i, char *addr,
 	return 0;
 }
 
+/*
+ * A TCP endpoint of a deployment with "tls" gets a client context (unix
+ * sockets stay plain).  The one it had before stays allocated for a
+ * worker that may be connecting with it now.
+ */
+static int
+registry_plan_tls(struct reg_endpoint *ep, const struct conf_deployment *cd,
+    char *err, size_t errlen)
+{
+	const struct conf_upstream_tls *t = cd->tls;
+	struct tls_cli *cl;
+	char msg[200];
+
+	if (t == NULL || net_addr_is_unix(&ep->addr))
+		return 0;
+	if ((cl = tls_cli_new(t->ca, t->cert, t->key, t->server_name, msg,
+	    sizeof(msg))) == NULL) {
+		snprintf(err, errlen, "tls: %s", msg);
+		return -1;
+	}
+	tls_cli_retire(cl, atomic_load(&ep->tls));
+	atomic_store(&ep->tls, cl);
+	return 0;
+}
+
 /* The endpoints a deployment will have: its addresses, or its sockets. */
 static int
 registry_plan_endpoints(struct registry *r, struct reg_plan *p,
@@ -239,7 +265,8 @@ registry_plan_endpoints(struct registry *r, struct reg_plan *p,
 		}
 		p->eps[i] = registry_plan_endpoint(r, fresh, nfresh, addr, id,
 		    &opts, msg, sizeof(msg));
-		if (p->eps[i] == NULL) {
+		if (p->eps[i] == NULL ||
+		    registry_plan_tls(p->eps[i], cd, msg, sizeof(msg)) == -1) {
 			snprintf(err, errlen, "deployments.%s: %s", cd->name,
 			    msg);
 			return -1;

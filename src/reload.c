@@ -25,6 +25,7 @@
 #include "metrics.h"
 #include "registry.h"
 #include "reload.h"
+#include "tls.h"
 #include "route.h"
 #include "sdnotify.h"
 #include "supervise.h"
@@ -217,6 +218,80 @@ reload_log_changes(unsigned gen, const struct reg_change *ch, unsigned n)
 		    what[ch[i].kind]);
 }
 
+/* A plain listener cannot turn into a TLS one in a running process. */
+static void
+reload_tls_gained(const char *addr, const struct conf *c)
+{
+	unsigned j;
+
+	for (j = 0; j < c->nlisten; j++) {
+		if (strcmp(c->listen[j], addr) == 0 && c->listen_tls[j] != NULL)
+			log_warnx("reload: listen %s: TLS added: restart "
+			    "ingressd to apply", addr);
+	}
+}
+
+/*
+ * TLS listeners' certificates and settings, rebuilt from the new conf for
+ * each running TLS listener whose address it still lists; srv[i] NULL: no
+ * change for boot listen[i].  A bad certificate refuses the whole reload
+ * (the running contexts stay), naming the file and OpenSSL's reason.
+ */
+static int
+reload_tls_plan(struct daemon *d, const struct conf *c, struct tls_srv **srv,
+    char *err, size_t errlen)
+{
+	const struct conf *boot = worker_snap_conf(d->boot);
+	char msg[512];
+	unsigned i, j;
+
+	for (i = 0; i < d->ntls; i++) {
+		if (d->tls[i] == NULL) {
+			reload_tls_gained(boot->listen[i], c);
+			continue;
+		}
+		for (j = 0; j < c->nlisten; j++)
+			if (strcmp(c->listen[j], boot->listen[i]) == 0)
+				break;
+		if (j == c->nlisten || c->listen_tls[j] == NULL) {
+			log_warnx("reload: listen %s: TLS settings removed: "
+			    "restart ingressd to apply", boot->listen[i]);
+			continue;
+		}
+		if ((srv[i] = tls_srv_new(c->listen_tls[j], msg,
+		    sizeof(msg))) == NULL) {
+			snprintf(err, errlen, "%s: listen[%u].tls: %s", c->path,
+			    j, msg);
+			tls_reload_refused();
+			return -1;
+		}
+	}
+	return 0;
+}
+
+/* New connections get the new contexts; open ones keep theirs. */
+static void
+reload_tls_commit(struct daemon *d, struct tls_srv **srv)
+{
+	unsigned i;
+
+	for (i = 0; i < d->ntls; i++) {
+		if (srv[i] != NULL)
+			tls_slot_set(d->tls[i], srv[i]);
+		srv[i] = NULL;
+	}
+}
+
+static void
+reload_tls_free(struct daemon *d, struct tls_srv **srv)
+{
+	unsigned i;
+
+	for (i = 0; srv != NULL && i < d->ntls; i++)
+		tls_srv_unref(srv[i]);
+	free(srv);
+}
+
 /* Everything checked: switch the registry, replicas, logs and workers. */
 static void
 reload_commit(struct daemon *d, struct conf *conf,
@@ -260,6 +335,7 @@ reload_run(struct daemon *d)
 {
 	struct route_table *routes = NULL;
 	struct reg_change *ch = NULL;
+	struct tls_srv **srv = NULL;
 	struct conf *conf;
 	char err[1024], msg[512], keys[128];
 	unsigned nch = 0;
@@ -269,7 +345,12 @@ reload_run(struct daemon *d)
 	log_info("SIGHUP: reloading %s", d->path);
 	if ((conf = conf_load(d->path, err, sizeof(err))) == NULL)
 		goto fail;
-	if (supervise_check(conf, err, sizeof(err)) == -1 ||
+	if ((srv = calloc(d->ntls + 1, sizeof(*srv))) == NULL) {
+		snprintf(err, sizeof(err), "out of memory");
+		goto fail;
+	}
+	if (reload_tls_plan(d, conf, srv, err, sizeof(err)) == -1 ||
+	    supervise_check(conf, err, sizeof(err)) == -1 ||
 	    reload_logs(d, conf, &efd, &afd, err, sizeof(err)) == -1)
 		goto fail;
 	if ((routes = route_table_new(conf)) == NULL) {
@@ -281,6 +362,8 @@ reload_run(struct daemon *d)
 		goto fail;
 	}
 	reload_restart_only(d, conf, keys, sizeof(keys));
+	reload_tls_commit(d, srv);
+	reload_tls_free(d, srv);
 	reload_commit(d, conf, routes, ch, nch, efd, afd);
 	ctl_reload_status(d->runtime_dir, 1, "reload %u: %s loaded%s%s%s",
 	    d->gen, d->path, keys[0] != '\0' ? "; restart ingressd to apply: " :
@@ -295,6 +378,7 @@ fail:
 	if (afd >= 0)
 		close(afd);
 	route_table_free(routes);
+	reload_tls_free(d, srv);
 	conf_free(conf);
 	metrics_reloaded(0);
 	if (d->jobs == NULL)

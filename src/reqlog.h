@@ -43,6 +43,10 @@ struct reqlog {
 	double		 upstream_s;	/* attach -> response end; <0: none */
 	double		 total_s;	/* head -> response queued */
 	int		 aborted;	/* client went away first */
+	const char	*tls_version;	/* NULL: plain connection */
+	const char	*tls_cipher;
+	const char	*tls_sni;	/* NULL: none sent */
+	const char	*client_subject; /* verified client cert, or NULL */
 	enum reqlog_reject reject;
 	int		 major;		/* 2: HTTP/2.0 (minor unused); else 1 */
 	int		 grpc;		/* a gRPC call: grpc_status is set */

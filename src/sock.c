@@ -7,6 +7,7 @@
  * and added only while a write came back short or a connect is pending.
  */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
@@ -15,13 +16,21 @@
 #include <event2/buffer.h>
 #include <event2/event.h>
 
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+
 #include "sock.h"
+#include "tls.h"
 
 /* The first read of a burst; doubled while reads fill it, up to the max. */
 #define SOCK_CHUNK_MIN		(16 * 1024 - 128)
 #define SOCK_CHUNK_MAX		(256 * 1024)
 /* Reads per wake-up before other sockets get their turn. */
 #define SOCK_READ_ROUNDS	4
+/* TLS: records (16 KiB each at most) decrypted per wake-up, and the most
+ * one SSL_write takes (one record). */
+#define SOCK_TLS_ROUNDS		16
+#define SOCK_TLS_RECORD		16384
 
 struct sock {
 	int		 fd;
@@ -42,10 +51,20 @@ struct sock {
 	unsigned	 probing:1;	/* rev made active, not yet added */
 	unsigned	 dead:1;	/* sock_free() inside a callback */
 	unsigned	 failed:1;	/* EOF or error: no more I/O */
+	unsigned	 handshaking:1;	/* TLS: nothing delivered yet */
+	unsigned	 tls_rw:1;	/* TLS: a read waits for writability */
+	unsigned	 tls_wr:1;	/* TLS: a write waits for readability */
+	SSL		*ssl;		/* NULL: plain */
+	struct event	*hs_timer;	/* TLS: handshake timeout */
+	size_t		 tls_wpend;	/* TLS: an SSL_write to retry, its size */
+	char		 tls_err[128];
 };
 
 static void	sock_read_cb(evutil_socket_t, short, void *);
 static void	sock_write_cb(evutil_socket_t, short, void *);
+static void	sock_tls_read(struct sock *);
+static void	sock_tls_flush(struct sock *, int callbacks);
+static int	sock_tls_shake(struct sock *);
 
 static int
 sock_attach(struct sock *s, int fd)
@@ -61,8 +80,9 @@ sock_attach(struct sock *s, int fd)
 static void
 sock_update_read(struct sock *s)
 {
-	int on = s->want_read && !s->connecting && !s->dead && !s->failed &&
-	    s->fd >= 0 && evbuffer_get_length(s->in) < s->read_max;
+	int on = (s->want_read || s->handshaking) && !s->connecting &&
+	    !s->dead && !s->failed && s->fd >= 0 &&
+	    evbuffer_get_length(s->in) < s->read_max;
 
 	/* libevent ignores event_add() on an active event: wait for the
 	 * first read to run. */
@@ -73,6 +93,12 @@ sock_update_read(struct sock *s)
 	else
 		event_del(s->rev);
 	s->reading = on;
+	/* TLS read ahead: records already taken from the kernel raise no
+	 * event; a read resumed after a pause must look at them by hand. */
+	if (on && s->ssl != NULL && !s->handshaking && SSL_has_pending(s->ssl)) {
+		s->probing = 1;
+		event_active(s->rev, EV_READ, 1);
+	}
 }
 
 static void
@@ -135,7 +161,8 @@ sock_connect(struct sock *s, const struct sockaddr *sa, socklen_t len)
 	    0);
 	if (fd == -1)
 		return -1;
-	if (sock_attach(s, fd) == -1) {
+	if (sock_attach(s, fd) == -1 ||
+	    (s->ssl != NULL && SSL_set_fd(s->ssl, fd) != 1)) {
 		errno = ENOMEM;
 		return -1;
 	}
@@ -154,6 +181,15 @@ sock_destroy(struct sock *s)
 		event_free(s->rev);
 	if (s->wev != NULL)
 		event_free(s->wev);
+	if (s->hs_timer != NULL)
+		event_free(s->hs_timer);
+	if (s->ssl != NULL) {
+		/* A close_notify if it fits now; never waited for. */
+		if (!s->handshaking && !s->failed && s->fd >= 0)
+			(void)SSL_shutdown(s->ssl);
+		SSL_free(s->ssl);
+		ERR_clear_error();
+	}
 	if (s->fd >= 0)
 		close(s->fd);
 	if (s->in != NULL)
@@ -206,7 +242,7 @@ struct evbuffer *
 sock_output(struct sock *s)
 {
 	if (!s->flushing && !s->writing && !s->connecting && !s->dead &&
-	    !s->failed && s->fd >= 0) {
+	    !s->failed && !s->handshaking && s->fd >= 0) {
 		s->flushing = 1;
 		event_active(s->wev, EV_WRITE, 1);
 	}
@@ -241,7 +277,12 @@ sock_read_enable(struct sock *s, int on)
 void
 sock_write_now(struct sock *s)
 {
-	if (s->fd >= 0 && !s->connecting && evbuffer_get_length(s->out) > 0)
+	if (s->fd < 0 || s->connecting || s->handshaking || s->failed ||
+	    evbuffer_get_length(s->out) == 0)
+		return;
+	if (s->ssl != NULL)
+		sock_tls_flush(s, 0);
+	else
 		(void)evbuffer_write_atmost(s->out, s->fd, -1);
 }
 
@@ -317,6 +358,10 @@ sock_read_cb(evutil_socket_t fd, short what, void *arg)
 	ssize_t n;
 
 	s->probing = 0;
+	if (s->ssl != NULL) {
+		sock_tls_read(s);
+		return;
+	}
 	if (!s->want_read) {
 		sock_update_read(s);	/* paused before the first read */
 		return;
@@ -372,6 +417,15 @@ sock_connect_done(struct sock *s)
 		sock_leave(s);
 		return;		/* one error, whatever was queued */
 	}
+	if (s->ssl != NULL) {
+		/* connected is reported once the handshake is done. */
+		sock_arm_write(s, 0);
+		/* It may finish here, if the server's answer is in. */
+		(void)sock_tls_shake(s);
+		if (sock_leave(s) == 0)
+			sock_update_read(s);
+		return;
+	}
 	if (s->cbs->connected != NULL)
 		s->cbs->connected(s->arg);
 	if (sock_leave(s) == -1)
@@ -394,6 +448,10 @@ sock_write_cb(evutil_socket_t fd, short what, void *arg)
 	}
 	if (s->failed)
 		return;
+	if (s->ssl != NULL) {
+		sock_tls_flush(s, 1);
+		return;
+	}
 	if (evbuffer_get_length(s->out) > 0 &&
 	    (n = evbuffer_write_atmost(s->out, s->fd, -1)) < 0) {
 		if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
@@ -411,4 +469,237 @@ sock_write_cb(evutil_socket_t fd, short what, void *arg)
 		s->cbs->drained(s->arg);
 		sock_leave(s);
 	}
+}
+
+/* TLS ------------------------------------------------------------------- */
+
+static void
+sock_tls_timeout(evutil_socket_t fd, short what, void *arg)
+{
+	struct sock *s = arg;
+
+	if (!s->handshaking || s->failed || s->dead)
+		return;
+	snprintf(s->tls_err, sizeof(s->tls_err), "handshake timed out");
+	tls_handshake_failed(TLS_FAIL_TIMEOUT);
+	sock_enter(s);
+	sock_fail(s, 0, ETIMEDOUT);
+	sock_leave(s);
+}
+
+static int
+sock_tls_start(struct sock *s, SSL *ssl, double timeout)
+{
+	struct timeval tv;
+
+	if (s->ssl != NULL) {
+		SSL_free(ssl);
+		return -1;
+	}
+	s->ssl = ssl;		/* freed with the sock from here on */
+	s->handshaking = 1;
+	if (timeout <= 0)
+		return 0;
+	if ((s->hs_timer = evtimer_new(s->base, sock_tls_timeout, s)) == NULL)
+		return -1;
+	tv.tv_sec = (time_t)timeout;
+	tv.tv_usec = (suseconds_t)((timeout - (double)tv.tv_sec) * 1e6);
+	return evtimer_add(s->hs_timer, &tv);
+}
+
+int
+sock_tls_accept(struct sock *s, struct ssl_st *ssl, double timeout)
+{
+	if (s->fd < 0 || SSL_set_fd(ssl, s->fd) != 1) {
+		SSL_free(ssl);
+		return -1;
+	}
+	return sock_tls_start(s, ssl, timeout);
+}
+
+int
+sock_tls_connect(struct sock *s, struct ssl_st *ssl, double timeout)
+{
+	if (s->fd >= 0) {
+		SSL_free(ssl);
+		return -1;
+	}
+	return sock_tls_start(s, ssl, timeout);
+}
+
+struct ssl_st *
+sock_ssl(const struct sock *s)
+{
+	return s->handshaking ? NULL : s->ssl;
+}
+
+const char *
+sock_tls_error(const struct sock *s)
+{
+	return s->tls_err;
+}
+
+/*
+ * One handshake step, inside sock_enter(): 1 done, 0 waiting (events set
+ * for what OpenSSL wants), -1 failed (the error callback ran).  A client
+ * sock reports connected here.
+ */
+static int
+sock_tls_shake(struct sock *s)
+{
+	enum tls_fail why;
+	int r, e;
+
+	ERR_clear_error();
+	if ((r = SSL_do_handshake(s->ssl)) != 1) {
+		e = SSL_get_error(s->ssl, r);
+		if (e == SSL_ERROR_WANT_READ || e == SSL_ERROR_WANT_WRITE) {
+			sock_arm_write(s, e == SSL_ERROR_WANT_WRITE);
+			sock_update_read(s);
+			return 0;
+		}
+		why = tls_fail_reason(s->ssl, e, s->tls_err,
+		    sizeof(s->tls_err));
+		tls_handshake_failed(why);
+		sock_fail(s, why == TLS_FAIL_EOF, EPROTO);
+		return -1;
+	}
+	s->handshaking = 0;
+	if (s->hs_timer != NULL)
+		event_del(s->hs_timer);
+	tls_handshake_ok(s->ssl);
+	sock_arm_write(s, 0);
+	if (!SSL_is_server(s->ssl) && s->cbs->connected != NULL)
+		s->cbs->connected(s->arg);
+	return s->dead ? -1 : 1;
+}
+
+/* SSL_read's error, as the plain read's eof or errno. */
+static void
+sock_tls_read_error(struct sock *s, int e, int *eof, int *err)
+{
+	if (e == SSL_ERROR_WANT_WRITE) {
+		s->tls_rw = 1;		/* e.g. a key update to answer */
+		sock_arm_write(s, 1);
+	} else if (e == SSL_ERROR_ZERO_RETURN ||
+	    (e == SSL_ERROR_SYSCALL && errno == 0))
+		*eof = 1;
+	else if (e == SSL_ERROR_SYSCALL)
+		*err = errno;
+	else if (e != SSL_ERROR_WANT_READ) {
+		(void)tls_fail_reason(s->ssl, e, s->tls_err,
+		    sizeof(s->tls_err));
+		*err = EPROTO;
+	}
+}
+
+/* The read event in TLS mode: handshake, then one burst of records. */
+static void
+sock_tls_read(struct sock *s)
+{
+	struct evbuffer_iovec v;
+	size_t len, room, n, got = 0;
+	int rounds = 0, eof = 0, err = 0;
+
+	sock_enter(s);
+	if (s->handshaking && sock_tls_shake(s) != 1)
+		goto out;
+	ERR_clear_error();
+	for (; s->want_read && rounds < SOCK_TLS_ROUNDS; rounds++) {
+		if ((len = evbuffer_get_length(s->in)) >= s->read_max)
+			break;
+		room = s->read_max - len < SOCK_TLS_RECORD ?
+		    s->read_max - len : SOCK_TLS_RECORD;
+		if (evbuffer_reserve_space(s->in, (ev_ssize_t)room, &v, 1) < 1) {
+			err = ENOMEM;
+			break;
+		}
+		if (SSL_read_ex(s->ssl, v.iov_base, room, &n) != 1) {
+			sock_tls_read_error(s, SSL_get_error(s->ssl, 0), &eof,
+			    &err);
+			break;
+		}
+		v.iov_len = n;
+		evbuffer_commit_space(s->in, &v, 1);
+		got += n;
+	}
+	if (got > 0 && s->cbs->read != NULL)
+		s->cbs->read(s->arg);
+	if (!s->dead && (eof || err))
+		sock_fail(s, eof, err);
+	if (s->dead || s->failed)
+		goto out;
+	/* Records left decrypted-to-be after our share: another pass. */
+	if (rounds == SOCK_TLS_ROUNDS && SSL_has_pending(s->ssl)) {
+		s->probing = 1;
+		event_active(s->rev, EV_READ, 1);
+	}
+	if ((s->tls_wr || evbuffer_get_length(s->out) > 0) && !s->writing) {
+		s->tls_wr = 0;
+		(void)sock_output(s);
+	}
+out:
+	if (sock_leave(s) == 0)
+		sock_update_read(s);
+}
+
+/* SSL_write's error: 0 to wait, else an errno. */
+static int
+sock_tls_write_error(struct sock *s, int e)
+{
+	if (e == SSL_ERROR_WANT_WRITE)
+		return 0;
+	if (e == SSL_ERROR_WANT_READ) {
+		s->tls_wr = 1;		/* the next read burst flushes */
+		return 0;
+	}
+	if (e == SSL_ERROR_SYSCALL && errno != 0)
+		return errno;
+	(void)tls_fail_reason(s->ssl, e, s->tls_err, sizeof(s->tls_err));
+	return EPROTO;
+}
+
+/*
+ * The write event in TLS mode: the output, one record per SSL_write, or a
+ * handshake or read that waited for writability.
+ */
+static void
+sock_tls_flush(struct sock *s, int callbacks)
+{
+	size_t len, n, w, wrote = 0;
+	int err = 0;
+
+	if (callbacks && (s->handshaking || s->tls_rw)) {
+		s->tls_rw = 0;
+		sock_arm_write(s, 0);
+		sock_tls_read(s);	/* may free s */
+		return;
+	}
+	ERR_clear_error();
+	while ((len = evbuffer_get_length(s->out)) > 0) {
+		n = len < SOCK_TLS_RECORD ? len : SOCK_TLS_RECORD;
+		if (s->tls_wpend > n)
+			n = s->tls_wpend > len ? len : s->tls_wpend;
+		if (SSL_write_ex(s->ssl, evbuffer_pullup(s->out, (ev_ssize_t)n),
+		    n, &w) != 1) {
+			s->tls_wpend = n;	/* retried with the same bytes */
+			err = sock_tls_write_error(s, SSL_get_error(s->ssl, 0));
+			break;
+		}
+		s->tls_wpend = 0;
+		evbuffer_drain(s->out, w);
+		wrote += w;
+	}
+	if (!callbacks)
+		return;
+	sock_enter(s);
+	if (err != 0)
+		sock_fail(s, 0, err);
+	else {
+		len = evbuffer_get_length(s->out);
+		sock_arm_write(s, len > 0 && !s->tls_wr);
+		if (wrote > 0 && len <= s->write_low && s->cbs->drained != NULL)
+			s->cbs->drained(s->arg);
+	}
+	sock_leave(s);
 }

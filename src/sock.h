@@ -18,6 +18,14 @@
  * sock_* call; any of them may call sock_free().  After the error callback
  * (EOF included) the socket does no more I/O: owners free it.  A client's
  * half-close is therefore an abort, as it was with bufferevent.
+ *
+ * TLS mode (sock_tls_accept, sock_tls_connect): the same discipline with
+ * OpenSSL over the descriptor (read-ahead on, so one read() takes what the
+ * kernel has): the handshake runs first and nothing is delivered before
+ * it is done; then one burst of SSL_read per wake-up into the input, and
+ * one flush of SSL_write per loop pass from the output.  A client sock
+ * reports connected only after its handshake.  A failed or timed-out
+ * handshake is an error (errno EPROTO or ETIMEDOUT), counted in tls.c.
  */
 #ifndef INGRESSD_SOCK_H
 #define INGRESSD_SOCK_H
@@ -55,5 +63,16 @@ void		 sock_write_now(struct sock *);
 /* Want input (the default) or not: pausing leaves it to TCP to push back. */
 void		 sock_read_enable(struct sock *, int on);
 int		 sock_fd(const struct sock *);
+
+struct ssl_st;
+/* TLS over the socket (the sock owns ssl from here on): server side right
+ * after sock_new(), client side before sock_connect().  timeout: seconds
+ * the handshake may take (0: no limit).  -1 on failure (ssl freed). */
+int		 sock_tls_accept(struct sock *, struct ssl_st *, double timeout);
+int		 sock_tls_connect(struct sock *, struct ssl_st *, double timeout);
+/* The TLS session (after the handshake), or NULL for a plain socket. */
+struct ssl_st	*sock_ssl(const struct sock *);
+/* The last handshake failure's text (OpenSSL's), or "". */
+const char	*sock_tls_error(const struct sock *);
 
 #endif

@@ -260,14 +260,19 @@ stream_field_put(void *arg, const struct hfield *f)
 	stream_str(&sf->fields[sf->n++].value, f->value, f->value_len);
 }
 
-/* The REQUEST head: the fields hfield_forward picks, and our own. */
+/*
+ * The REQUEST head: the fields hfield_forward picks (the client's
+ * end-to-end fields; X-Forwarded-For, X-Forwarded-Proto and, only from a
+ * verified client certificate, X-Client-Cert-Subject), and our own.
+ */
 int
 stream_encode(struct stream *s, uint32_t id, struct evbuffer *out)
 {
 	const struct http1_request *r = s->info.req;
 	struct stream_fields sf;
 	struct hfield_req hr = { stream_field_get, r->fields, r->nfields,
-	    r->host, r->host_len, s->info.client_addr, "http" };
+	    r->host, r->host_len, s->info.client_addr,
+	    s->info.https ? "https" : "http", s->info.client_subject };
 	struct hfield_out ho;
 	struct wire_request wr;
 	struct evbuffer_iovec iov;

@@ -73,6 +73,8 @@ struct stream_info {
 	size_t		 target_len;
 	const char	*request_id;
 	const char	*client_addr;	/* for X-Forwarded-For */
+	int		 https;		/* X-Forwarded-Proto: https */
+	const char	*client_subject; /* X-Client-Cert-Subject, or NULL */
 	double		 timeout;	/* request deadline, seconds */
 };
 

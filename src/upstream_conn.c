@@ -8,6 +8,8 @@
  * latter through the table upstream.c stores in each connection.
  */
 #include <errno.h>
+#include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -24,6 +26,7 @@
 #include "registry_publish.h"
 #include "sock.h"
 #include "stream.h"
+#include "tls.h"
 #include "upstream_impl.h"
 #include "wire.h"
 #include "wctx.h"
@@ -119,6 +122,20 @@ upstream_goodbye(struct upstream *up, const char *text)
 
 /* Connection life ------------------------------------------------------ */
 
+/* A TLS endpoint: the handshake runs under the connect deadline. */
+static int
+upstream_tls(struct upstream *up)
+{
+	struct tls_cli *cl = atomic_load(&up->ep->tls);
+	struct ssl_st *ssl;
+
+	if (cl == NULL)
+		return 0;
+	if ((ssl = tls_cli_ssl(cl)) == NULL)
+		return -1;
+	return sock_tls_connect(up->sock, ssl, 0);
+}
+
 void
 upstream_connect(struct upstream *up)
 {
@@ -141,6 +158,10 @@ upstream_connect(struct upstream *up)
 	up->out_added = 0;
 	upstream_set_state(up, UPSTREAM_CONNECTING);
 	upstream_arm(up, conf->timeouts.connect);
+	if (upstream_tls(up) == -1) {
+		upstream_fail(up, "TLS: out of memory");
+		return;
+	}
 	if (sock_connect(up->sock, (struct sockaddr *)&up->ep->addr.ss,
 	    (socklen_t)up->ep->addr.len) == -1)
 		upstream_fail(up, strerror(errno));
@@ -272,7 +293,15 @@ upstream_connected_cb(void *arg)
 void
 upstream_error_cb(void *arg, int eof)
 {
-	upstream_fail(arg, eof ? "connection closed by replica" :
+	struct upstream *up = arg;
+	char why[192];
+
+	if (!eof && sock_tls_error(up->sock)[0] != '\0') {
+		snprintf(why, sizeof(why), "TLS: %s", sock_tls_error(up->sock));
+		upstream_fail(up, why);
+		return;
+	}
+	upstream_fail(up, eof ? "connection closed by replica" :
 	    strerror(errno));
 }
 

@@ -46,6 +46,7 @@ import logging
 import os
 import signal
 import socket
+import ssl
 import stat
 import sys
 import threading
@@ -423,9 +424,13 @@ class Replica:
     none; serve() passes sys.argv[1:]) --listen ADDR, --id ID,
     --deployment NAME, --max-concurrency N, --drain-ms N, --threads N,
     --register etcd://HOST:PORT/PREFIX (self-registration, etcd.py),
+    --tls-cert FILE, --tls-key FILE, --tls-client-ca FILE (or an
+    ssl_context: the wire over TLS on a TCP address, ingressd's
+    certificate required when a client CA is given),
     else from the environment ingressd sets for a spawned replica:
     INGRESSD_LISTEN, INGRESSD_REPLICA_ID, INGRESSD_DEPLOYMENT (and
-    INGRESSD_MAX_CONCURRENCY, INGRESSD_DRAIN_MS like the C library).
+    INGRESSD_MAX_CONCURRENCY, INGRESSD_DRAIN_MS, INGRESSD_TLS_CERT,
+    INGRESSD_TLS_KEY, INGRESSD_TLS_CLIENT_CA like the C library).
     on_startup() runs (awaited if it returns an awaitable) before the
     socket is bound, so ingressd reaches nothing that is not ready.
     """
@@ -440,7 +445,8 @@ class Replica:
                  on_startup: Optional[Callable[[], Any]] = None,
                  on_shutdown: Optional[Callable[[], Any]] = None,
                  argv: Optional[Sequence[str]] = None,
-                 environ: Optional[Mapping[str, str]] = None) -> None:
+                 environ: Optional[Mapping[str, str]] = None,
+                 ssl_context: Optional[ssl.SSLContext] = None) -> None:
         if not callable(handler):
             raise ConfigError("handler is not callable")
         self.handler = handler
@@ -457,6 +463,11 @@ class Replica:
             raise ConfigError("no address: use --listen ADDR or "
                               "INGRESSD_LISTEN")
         self.listen = parse_address(address)
+        # TLS toward ingressd on a TCP address only; unix stays plain.
+        self.ssl_context = ssl_context or _tls_context(
+            opts["tls_cert"], opts["tls_key"], opts["tls_client_ca"])
+        if self.listen[0] == "unix":
+            self.ssl_context = None
         self.replica_id = replica_id or opts["id"] or \
             "replica-%d" % os.getpid()
         self.deployment = deployment if deployment is not None else \
@@ -512,7 +523,7 @@ class Replica:
                 lambda: _Conn(self), sock=sock)
         else:
             self._server = await self.loop.create_server(
-                lambda: _Conn(self), sock=sock)
+                lambda: _Conn(self), sock=sock, ssl=self.ssl_context)
         log.info("listening on %s", self.address)
         if self._register_url:
             from .etcd import Registration
@@ -963,6 +974,9 @@ def _options(argv, env):
     ap.add_argument("--drain-ms", dest="drain")
     ap.add_argument("--threads")
     ap.add_argument("--register")
+    ap.add_argument("--tls-cert", dest="tls_cert")
+    ap.add_argument("--tls-key", dest="tls_key")
+    ap.add_argument("--tls-client-ca", dest="tls_client_ca")
     ns, _rest = ap.parse_known_args(list(argv))
     return {
         "listen": ns.listen or env.get("INGRESSD_LISTEN"),
@@ -973,7 +987,29 @@ def _options(argv, env):
         "drain": ns.drain or env.get("INGRESSD_DRAIN_MS"),
         "threads": ns.threads or env.get("INGRESSD_THREADS"),
         "register": ns.register or env.get("INGRESSD_REGISTER"),
+        "tls_cert": ns.tls_cert or env.get("INGRESSD_TLS_CERT"),
+        "tls_key": ns.tls_key or env.get("INGRESSD_TLS_KEY"),
+        "tls_client_ca": ns.tls_client_ca or
+        env.get("INGRESSD_TLS_CLIENT_CA"),
     }
+
+
+def _tls_context(cert, key, client_ca):
+    """The wire over TLS on a TCP address, as the C library does it: our
+    certificate, and with client_ca, ingressd's certificate required and
+    verified against it.  TLS 1.2 and 1.3 only."""
+    if not cert:
+        return None
+    try:
+        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        ctx.minimum_version = ssl.TLSVersion.TLSv1_2
+        ctx.load_cert_chain(cert, key or None)
+        if client_ca:
+            ctx.load_verify_locations(client_ca)
+            ctx.verify_mode = ssl.CERT_REQUIRED
+    except (OSError, ssl.SSLError) as e:
+        raise ConfigError("TLS: %s" % e)
+    return ctx
 
 
 def _setup_logging(replica_id):

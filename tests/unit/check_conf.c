@@ -289,6 +289,36 @@ START_TEST(test_listen_forms)
 	ck_assert_uint_eq(conf->nlisten, 3);
 	ck_assert_str_eq(conf->listen[2], "unix:/tmp/ingressd.sock");
 	ck_assert_str_eq(conf->admin, "[::1]:8001");
+	ck_assert_ptr_null(conf->listen_tls[0]);
+	conf_free(conf);
+}
+END_TEST
+
+/* A listener object: relative files resolved against the conf's
+ * directory, defaults for what is not given. */
+START_TEST(test_listen_tls)
+{
+	struct conf	*conf;
+	struct conf_tls	*t;
+
+	conf = load_ok("{\"listen\": [\"127.0.0.1:1\", {\"address\": "
+	    "\"127.0.0.1:2\", \"tls\": {\"certificates\": [{\"cert\": "
+	    "\"c.pem\", \"key\": \"/k.pem\"}], \"verify_client\": "
+	    "\"optional\", \"client_ca\": \"/ca.pem\"}}], " BASE "}");
+	ck_assert_uint_eq(conf->nlisten, 2);
+	ck_assert_str_eq(conf->listen[1], "127.0.0.1:2");
+	ck_assert_ptr_null(conf->listen_tls[0]);
+	t = conf->listen_tls[1];
+	ck_assert_ptr_nonnull(t);
+	ck_assert_uint_eq(t->ncerts, 1);
+	ck_assert_str_eq(t->certs[0].key, "/k.pem");
+	ck_assert(t->certs[0].cert[0] == '/');
+	ck_assert(strstr(t->certs[0].cert, "/c.pem") != NULL);
+	ck_assert_uint_eq(t->nalpn, 2);
+	ck_assert_str_eq(t->alpn[0], "h2");
+	ck_assert_int_eq(t->verify_client, CONF_VERIFY_OPTIONAL);
+	ck_assert(t->handshake_timeout == 10);
+	ck_assert_int_eq(t->session_tickets, 1);
 	conf_free(conf);
 }
 END_TEST
@@ -424,12 +454,34 @@ static const struct {
 	{ "{" ROUTES ", \"deployments\": {\"echo\": {\"spawn\": {\"command\":"
 	    " [\"x\"]}, \"bogus\": 1}}}", "deployments.echo.bogus: unknown key" },
 
-	{ "{\"listen\": 5, " BASE "}", "listen: must be an address string or "
-	    "a non-empty array of address strings" },
-	{ "{\"listen\": [], " BASE "}", "listen: must be an address string or "
-	    "a non-empty array of address strings" },
+	{ "{\"listen\": 5, " BASE "}", "listen: must be an address string, "
+	    "a listener object {\"address\", \"tls\"} or a non-empty array "
+	    "of them" },
+	{ "{\"listen\": [], " BASE "}", "listen: must be an address string, "
+	    "a listener object {\"address\", \"tls\"} or a non-empty array "
+	    "of them" },
 	{ "{\"listen\": [\"127.0.0.1:1\", 5], " BASE "}",
-	    "listen[1]: must be an address string" },
+	    "listen[1]: must be an address string or a listener object "
+	    "{\"address\", \"tls\"}" },
+	{ "{\"listen\": [{\"tls\": {}}], " BASE "}",
+	    "listen[0].address: required key missing" },
+	{ "{\"listen\": {\"address\": \"127.0.0.1:1\", \"tls\": {}}, "
+	    BASE "}", "listen.tls.certificates: required key missing" },
+	{ "{\"listen\": {\"address\": \"127.0.0.1:1\", \"tls\": "
+	    "{\"certificates\": [{\"cert\": \"/c\"}]}}, " BASE "}",
+	    "listen.tls.certificates[0].key: required key missing" },
+	{ "{\"listen\": {\"address\": \"127.0.0.1:1\", \"tls\": "
+	    "{\"certificates\": [{\"cert\": \"/c\", \"key\": \"/k\"}], "
+	    "\"alpn\": [\"spdy\"]}}, " BASE "}",
+	    "listen.tls.alpn[0]: must be \"h2\" or \"http/1.1\"" },
+	{ "{\"listen\": {\"address\": \"127.0.0.1:1\", \"tls\": "
+	    "{\"certificates\": [{\"cert\": \"/c\", \"key\": \"/k\"}], "
+	    "\"verify_client\": \"require\"}}, " BASE "}",
+	    "listen.tls.verify_client: needs \"client_ca\"" },
+	{ "{\"listen\": {\"address\": \"127.0.0.1:1\", \"tls\": "
+	    "{\"certificates\": [{\"cert\": \"/c\", \"key\": \"/k\"}], "
+	    "\"min_version\": \"TLSv1.1\"}}, " BASE "}",
+	    "listen.tls.min_version: must be \"TLSv1.2\" or \"TLSv1.3\"" },
 	{ "{\"listen\": [\"x\"], " BASE "}",
 	    "listen[0]: bad address \"x\": missing port" },
 	{ "{\"listen\": \"127.0.0.1:\", " BASE "}",
@@ -739,6 +791,7 @@ conf_suite(void)
 
 	tcase_add_unchecked_fixture(tc, setup, teardown);
 	tcase_add_test(tc, test_default_conf);
+	tcase_add_test(tc, test_listen_tls);
 	tcase_add_test(tc, test_defaults);
 	tcase_add_test(tc, test_full);
 	tcase_add_test(tc, test_names);
