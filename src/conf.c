@@ -1253,6 +1253,9 @@ conf_deployment(struct conf_ctx *ctx, struct conf_deployment *d,
 	    json_object_get(v, "max_consecutive_5xx")))
 		return (conf_error(ctx, "\"health\", \"idle_timeout\" and "
 		    "\"max_consecutive_5xx\" need \"protocol\": \"http\""));
+	if (d->protocol == CONF_PROTO_HTTP && json_object_get(v, "tls"))
+		return (conf_error(ctx, "\"tls\" is for the wire protocol: "
+		    "HTTP replicas over TLS are not supported yet"));
 	spawn = json_object_get(v, "spawn");
 	endpoints = json_object_get(v, "endpoints");
 	dns = json_object_get(v, "dns");

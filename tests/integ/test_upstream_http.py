@@ -320,7 +320,10 @@ class Failures(unittest.TestCase):
 		    ({"endpoints": ["127.0.0.1:1"], "health": {"path": "/h"}},
 		    'need "protocol": "http"'),
 		    ({"endpoints": ["127.0.0.1:1"], "protocol": "http",
-		    "health": {"path": "h"}}, "must be a path")):
+		    "health": {"path": "h"}}, "must be a path"),
+		    ({"endpoints": ["127.0.0.1:1"], "protocol": "http",
+		    "tls": {"ca": "/etc/ssl/certs/ca-certificates.crt"}},
+		    "HTTP replicas over TLS are not supported")):
 			d = Daemon(conf=http_conf({"x": dep}), expect_exit=None)
 			with self.assertRaises(AssertionError):
 				d.start()
