@@ -3,13 +3,17 @@ docs/protocol.md): _Conn, an asyncio.Protocol, made by Replica (server.py)
 for every connection it accepts.
 
 It sends its HELLO at once, answers PING with PONG from the read callback,
-and turns every REQUEST into a Request and runs the handler at once, from
-the frame dispatch: a handler that finishes without waiting never gets an
-asyncio Task; one that waits gets one then (eager.py), so many requests are
-in flight on one connection.  Frames are decoded where they lie in the bytes
-read (struct.unpack_from, one copy per payload).  What handlers write is
-queued and written when the loop next turns: one transport.write per
-connection per loop pass, for every request answered in it.
+and turns every REQUEST into a Request and starts its handler at once, from
+the frame dispatch, so many requests are in flight on one connection.  By
+default the handler runs in an asyncio Task from its first step (on 3.12+
+one asyncio starts eagerly: a handler that finishes without waiting needs
+no loop pass), so asyncio.current_task() is right throughout.  With
+eager=True it runs without a Task until it first waits (eager.py): cheaper
+below 3.12, but no current task before that first wait.  Frames are decoded
+where they lie in the bytes read (struct.unpack_from, one copy per
+payload).  What handlers write is queued and written when the loop next
+turns: one transport.write per connection per loop pass, for every request
+answered in it.
 
 Errors, at three levels:
   - the handler raises: RESPONSE 500 if nothing was sent yet, else ERROR
@@ -36,6 +40,7 @@ import asyncio
 import contextvars
 import functools
 import logging
+import sys
 
 from . import eager, wire
 from .request import Request
@@ -44,6 +49,8 @@ log = logging.getLogger("ingressd_replica")
 
 _HDR_UNPACK = wire._HDR.unpack_from
 _REQUEST, _MAX_PAYLOAD = wire.REQUEST, wire.MAX_PAYLOAD
+# asyncio.Task(..., eager_start=True): new in 3.12.
+_EAGER_START = sys.version_info >= (3, 12)
 
 
 class _ProtocolError(Exception):
@@ -220,11 +227,35 @@ class _Conn(asyncio.Protocol):
             req._in_done = True
         self.streams[sid] = req
         r.active += 1
-        # The handler runs now, in a context of its own (as a Task's
-        # would be); a Task only if it waits (eager.py).
-        contextvars.copy_context().run(self._start, req)
+        if r.eager:
+            # The handler runs now, in a context of its own (as a
+            # Task's would be); a Task only if it waits (eager.py).
+            contextvars.copy_context().run(self._start, req)
+        else:
+            self._start_task(req)
+
+    def _start_task(self, req):
+        """The handler in a Task from its first step, so that
+        asyncio.current_task() is right in it (asyncio.timeout() and
+        TaskGroup need it).  On 3.12+ asyncio starts the Task eagerly,
+        here and now: a handler that finishes without waiting costs a
+        Task object but no loop pass and no done callback."""
+        loop = self.loop
+        coro = self.r._run(req)
+        if _EAGER_START and loop.get_task_factory() is None:
+            task = asyncio.Task(coro, loop=loop, eager_start=True)
+            if task.done():
+                self._task_done(req, task)
+                return
+        else:
+            task = loop.create_task(coro)  # a factory of the user's
+        req._task = task
+        task.add_done_callback(functools.partial(self._task_done, req))
+        if req.cancelled:  # cancelled while it ran eagerly
+            task.cancel()
 
     def _start(self, req):
+        """eager=True: the first step here, without a Task."""
         coro = self.r._run(req)
         try:
             yielded = coro.send(None)

@@ -94,6 +94,10 @@ class Replica:
     none; serve() passes sys.argv[1:]) --listen ADDR, --id ID,
     --deployment NAME, --max-concurrency N, --drain-ms N, --threads N,
     --register etcd://HOST:PORT/PREFIX (self-registration, etcd.py),
+    --eager (INGRESSD_EAGER=1: a handler runs without a Task until it
+    first waits; faster below Python 3.12, but asyncio.current_task()
+    is None until then, so asyncio.timeout() or a TaskGroup opened
+    before the first await raise RuntimeError),
     else from the environment ingressd sets for a spawned replica:
     INGRESSD_LISTEN, INGRESSD_REPLICA_ID, INGRESSD_DEPLOYMENT (and
     INGRESSD_MAX_CONCURRENCY, INGRESSD_DRAIN_MS like the C library).
@@ -108,6 +112,7 @@ class Replica:
                  max_concurrency: Optional[int] = None,
                  drain_ms: Optional[int] = None,
                  threads: Optional[int] = None,
+                 eager: Optional[bool] = None,
                  on_startup: Optional[Callable[[], Any]] = None,
                  on_shutdown: Optional[Callable[[], Any]] = None,
                  argv: Optional[Sequence[str]] = None,
@@ -146,6 +151,8 @@ class Replica:
                                 DEFAULT_DRAIN_MS)
         self.threads = _number("threads", threads if threads is not None
                                else opts["threads"], 1, 4096, None)
+        self.eager = eager if eager is not None else \
+            _flag("INGRESSD_EAGER", opts["eager"])
         self.address = None  # as bound, once started
         self.active = 0  # live requests, all connections
         self.stopping = False
@@ -623,6 +630,14 @@ def _number(what, v, lo, hi, default):
     return n
 
 
+def _flag(what, v):
+    if v is None or v in ("", "0"):
+        return False
+    if v == "1":
+        return True
+    raise ConfigError("bad %s \"%s\": 0 or 1" % (what, v))
+
+
 def _options(argv, env):
     """The replica's options from argv (which wins) and env.  Arguments
     that are not ours are left to the application."""
@@ -634,6 +649,7 @@ def _options(argv, env):
     ap.add_argument("--drain-ms", dest="drain")
     ap.add_argument("--threads")
     ap.add_argument("--register")
+    ap.add_argument("--eager", action="store_true")
     ns, _rest = ap.parse_known_args(list(argv))
     return {
         "listen": ns.listen or env.get("INGRESSD_LISTEN"),
@@ -644,6 +660,7 @@ def _options(argv, env):
         "drain": ns.drain or env.get("INGRESSD_DRAIN_MS"),
         "threads": ns.threads or env.get("INGRESSD_THREADS"),
         "register": ns.register or env.get("INGRESSD_REGISTER"),
+        "eager": "1" if ns.eager else env.get("INGRESSD_EAGER"),
     }
 
 
