@@ -1,5 +1,5 @@
-"""Eager coroutines: run a handler's coroutine in the caller until it first
-suspends, and give it an asyncio.Task only then.
+"""Eager coroutines (Replica(eager=True) only): run a handler's coroutine in
+the caller until it first suspends, and give it an asyncio.Task only then.
 
 Most requests to a replica finish without ever waiting (a GET whose answer
 is computed at once): for them a Task, its first call_soon, its done
@@ -14,10 +14,11 @@ to the Task as if the Task had stepped it itself, then passes every later
 send and throw (cancellation) through.  The caller runs the first step in a
 copy of the context, as a Task would, and creates the Task in it.
 
-One visible difference, documented in python/README.md: until the first
-suspension there is no current task, so asyncio.current_task() is None and
-asyncio.timeout() or a TaskGroup opened before the first await raise
-RuntimeError.
+One visible difference, documented in python/README.md, and why this is
+an opt-in: until the first suspension there is no current task, so
+asyncio.current_task() is None and asyncio.timeout() or a TaskGroup opened
+before the first await raise RuntimeError.  (3.12's own eager Task keeps
+current_task() right; the default path uses it there: conn.py.)
 """
 
 

@@ -1,36 +1,15 @@
-"""The replica side of wire protocol v2 on asyncio (see docs/protocol.md).
+"""The replica server on asyncio (see docs/protocol.md): Replica and serve().
 
 A Replica listens on the address ingressd gave it and accepts any number of
-ingressd connections.  Each connection (_Conn, an asyncio.Protocol) sends
-its HELLO at once, answers PING with PONG from the read callback, and turns
-every REQUEST into a Request and runs the handler at once, from the frame
-dispatch: a handler that finishes without waiting never gets an asyncio
-Task; one that waits gets one then (eager.py), so many requests are in
-flight on one connection.  Frames are decoded where they lie in the bytes
-read (struct.unpack_from, one copy per payload).  What handlers write is
-queued and written when the loop next turns: one transport.write per
-connection per loop pass, for every request answered in it; the usual
-answer (a fixed body) is its RESPONSE and DATA encoded as one piece.
+ingressd connections, each a _Conn (conn.py: frames, flow control, which
+handler runs when).  Here: the life cycle (start-up, drain, shutdown), the
+settings, running one request's handler (_run) and writing what it returned
+(_respond and the streaming around it); the usual answer (a fixed body) is
+its RESPONSE and DATA encoded as one piece, without a coroutine.
 
-Errors, at three levels:
-  - the handler raises: RESPONSE 500 if nothing was sent yet, else ERROR
-    (INTERNAL) on the stream (ingressd then cuts the client's response);
-    the connection and the replica carry on;
-  - ingressd breaks the protocol (a bad frame, a frame out of order): an
-    ERROR (PROTOCOL) on stream 0, then that connection closes; the others
-    carry on;
-  - CANCEL (or ERROR) on a stream from ingressd: the handler's task is
-    cancelled, so asyncio.CancelledError is raised inside the handler at
-    its next await; nothing more is sent on the stream.
-
-Flow control (src/wire.h): each stream starts with INITIAL_WINDOW bytes of
-DATA credit each way.  Request body bytes are credited back to ingressd
-with WINDOW(stream, n) as the handler consumes them, half a window at a
-time; DATA beyond the credit ingressd holds is a protocol error.  Response
-DATA goes out only as far as the credit ingressd granted us, and waits for
-its WINDOW frames beyond that; on top of that, streamed bodies are written
-with drain() (await until the transport's buffer is below its high-water
-mark).  WINDOW on stream 0 is reserved and ignored.
+A handler that raises gets RESPONSE 500 if nothing was sent yet, else ERROR
+(INTERNAL) on the stream (ingressd then cuts the client's response); the
+connection and the replica carry on.
 """
 
 from __future__ import annotations
@@ -38,7 +17,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import concurrent.futures
-import contextvars
 import functools
 import inspect
 import json
@@ -52,7 +30,8 @@ import sys
 import threading
 from typing import Any, Callable, Mapping, Optional, Sequence, Tuple
 
-from . import eager, wire
+from . import wire
+from .conn import _Conn
 from .request import HTTPError, Request, Response
 
 log = logging.getLogger("ingressd_replica")
@@ -60,18 +39,12 @@ log = logging.getLogger("ingressd_replica")
 DEFAULT_MAX_CONCURRENCY = 1024
 DEFAULT_DRAIN_MS = 2000
 _NO_MORE = object()  # end of a sync iterator, from the pool
-_HDR_UNPACK = wire._HDR.unpack_from
-_REQUEST, _MAX_PAYLOAD = wire.REQUEST, wire.MAX_PAYLOAD
 _PLAIN = frozenset((str, bytes, dict, list, tuple, type(None)))
 _json = json.JSONEncoder(separators=(",", ":")).encode
 
 
 class ConfigError(ValueError):
     """A bad option or environment value; the message says which."""
-
-
-class _ProtocolError(Exception):
-    """ingressd broke the protocol; the text goes into our ERROR."""
 
 
 def parse_address(addr: str) -> Tuple[Any, ...]:
@@ -111,308 +84,6 @@ def _b(v):
     return str(v).encode("latin-1")
 
 
-class _Conn(asyncio.Protocol):
-    """One ingressd connection."""
-
-    version = 1  # agreed in HELLO: min(ours, ingressd's)
-
-    def __init__(self, replica):
-        self.r = replica
-        self.loop = replica.loop
-        self.t = None
-        self.hello = False  # the peer's HELLO arrived
-        self.closing = False
-        self.streams = {}  # stream id -> Request
-        self.last_stream = 0  # highest REQUEST stream id seen
-        self.pings = 0
-        self.goaway_sent = False
-        self.peer_goaway = False
-        self._buf = None  # bytearray: a partial frame, and what follows
-        self._need = 0  # bytes _buf must reach
-        self._out = []
-        self._flush_soon = False
-        self._wpaused = False
-        self._drainers = []
-
-    # asyncio.Protocol
-
-    def connection_made(self, transport):
-        self.t = transport
-        self.r._conns.add(self)
-        # Both sides send HELLO first, without waiting for the other's.
-        self.write(self.r._hello_frame)
-
-    def data_received(self, data):
-        if self.closing:
-            return
-        buf = self._buf
-        if not buf:
-            off = self._parse(data)
-            if off < len(data) and not self.closing:
-                self._buf = bytearray(memoryview(data)[off:])
-            return
-        buf += data
-        if len(buf) < self._need:
-            return
-        off = self._parse(buf)
-        if buf is self._buf:  # close() drops it
-            del buf[:off]
-
-    def _parse(self, buf):
-        """Handle the whole frames in buf (bytes or our bytearray) in
-        place: the header unpacked where it lies, payloads taken as one
-        copy each; returns the bytes used, and sets _need to the size of
-        the incomplete frame after them."""
-        off, n = 0, len(buf)
-        unpack = _HDR_UNPACK
-        try:
-            with memoryview(buf) as mv:
-                while n - off >= wire.HEADER_SIZE:
-                    length, ftype, flags, rsv, sid = unpack(buf, off)
-                    # A REQUEST passes check_header when this holds.
-                    if not (ftype == _REQUEST and flags <= 1 and sid and
-                            not rsv and length <= _MAX_PAYLOAD):
-                        r = wire.check_header(length, ftype, flags, rsv,
-                                              sid)
-                        if r is not wire.OK:
-                            raise wire.WireError(r, "%s header" %
-                                                 wire.type_name(ftype))
-                    start = off + wire.HEADER_SIZE
-                    if n - start < length:
-                        self._need = wire.HEADER_SIZE + length
-                        return off
-                    off = start + length
-                    if ftype == wire.REQUEST and self.hello:
-                        self._request(sid, flags, mv, start, length)
-                    elif ftype == wire.DATA and self.hello:
-                        self._body(sid, ftype, flags,
-                                   bytes(mv[start:off]))
-                    else:
-                        self._frame(wire.Frame(ftype, flags, sid,
-                                               bytes(mv[start:off])))
-                    if self.closing:
-                        return off
-        except (wire.WireError, _ProtocolError) as e:
-            self.protocol_error(str(e))
-            return off
-        self._need = wire.HEADER_SIZE
-        return off
-
-    def eof_received(self):
-        return False
-
-    def connection_lost(self, exc):
-        self.closing = True
-        self.r._conns.discard(self)
-        self._cancel_all()
-        self._out.clear()
-        self._wake_drainers()
-
-    def pause_writing(self):
-        self._wpaused = True
-
-    def resume_writing(self):
-        self._wpaused = False
-        self._wake_drainers()
-
-    # Frames from ingressd.
-
-    def _frame(self, f):
-        t = f.type
-        if not self.hello:
-            if t != wire.HELLO:
-                raise _ProtocolError("expected HELLO, got %s" %
-                                     wire.type_name(t))
-            # The peer's version is >= 1 (0 does not decode):
-            # min(ours, theirs) is one we speak.
-            self.version = wire.version_agree(wire.decode_hello(f).version)
-            self.hello = True
-        elif t == wire.DATA or t == wire.END:
-            self._body(f.stream, t, f.flags, f.payload)
-        elif t == wire.PING:
-            opaque = wire.decode_ping(f)
-            self.pings += 1
-            self.write(wire.encode_ping(opaque, wire.PONG))
-        elif t == wire.CANCEL:
-            wire.decode_cancel(f)
-            self._cancel(f.stream)
-        elif t == wire.ERROR:
-            code, text = wire.decode_error(f)
-            if f.stream != 0:
-                self._cancel(f.stream)
-            else:
-                # Fatal from the peer: it closes, so do we.
-                log.warning("ingressd closed the connection: "
-                            "%s: %s", wire.code_name(code),
-                            text.decode("latin-1"))
-                self.close()
-        elif t == wire.HELLO:
-            raise _ProtocolError("second HELLO")
-        elif t == wire.PONG:
-            wire.decode_ping(f)
-        elif t == wire.GOAWAY:
-            # No new streams from ingressd; ours finish as usual.
-            wire.decode_goaway(f)
-            self.peer_goaway = True
-        elif t == wire.WINDOW:
-            inc = wire.decode_window(f)
-            req = self.streams.get(f.stream) if f.stream else None
-            if req is not None:  # stream 0: reserved in v1
-                req._add_credit(inc)
-        else:
-            raise _ProtocolError("unexpected %s" % wire.type_name(t))
-
-    def _request(self, sid, flags, buf, start, length):
-        r = self.r
-        if sid <= self.last_stream:
-            raise _ProtocolError("REQUEST stream id not increasing")
-        self.last_stream = sid
-        head = wire.request_text(buf, start, length)
-        if r.stopping or self.goaway_sent:
-            self.write(wire.encode_error(sid, wire.CODE_REFUSED,
-                                         b"draining"))
-            return
-        if r.active >= r.max_concurrency:
-            self.write(wire.encode_error(sid, wire.CODE_OVERLOAD,
-                                         b"over max_concurrency"))
-            return
-        req = Request(self, sid, head, r, self.pings)
-        if flags & wire.FLAG_END:
-            req._in_done = True
-        self.streams[sid] = req
-        r.active += 1
-        # The handler runs now, in a context of its own (as a Task's
-        # would be); a Task only if it waits (eager.py).
-        contextvars.copy_context().run(self._start, req)
-
-    def _start(self, req):
-        coro = self.r._run(req)
-        try:
-            yielded = coro.send(None)
-        except StopIteration:
-            self._finished(req)  # the usual case: no Task at all
-            return
-        except Exception as e:
-            self._finished(req)
-            log.error("stream %d: %r", req.stream, e)
-            return
-        req._task = task = self.loop.create_task(
-            eager.resume(coro, yielded))
-        task.add_done_callback(functools.partial(self._task_done, req))
-        if req.cancelled:  # cancelled while it ran eagerly
-            task.cancel()
-
-    def _body(self, sid, ftype, flags, payload):
-        req = self.streams.get(sid)
-        if req is None:
-            return  # finished or refused: late frames are fine
-        if req._in_done:
-            raise _ProtocolError("%s after END on stream %d" % (
-                wire.type_name(ftype), sid))
-        if ftype == wire.DATA and payload and not req._feed(payload):
-            raise _ProtocolError("DATA beyond the credit of stream %d"
-                                 % sid)
-        if ftype == wire.END or flags & wire.FLAG_END:
-            req._end()
-
-    def _cancel(self, sid):
-        req = self.streams.get(sid)
-        if req is not None and not req.cancelled:
-            req.cancelled = True
-            if req._task is not None:  # else running now: see _start
-                req._task.cancel()
-
-    def _cancel_all(self):
-        for req in list(self.streams.values()):
-            if not req.cancelled:
-                req.cancelled = True
-                if req._task is not None:
-                    req._task.cancel()
-
-    def _finished(self, req):
-        r = self.r
-        self.streams.pop(req.stream, None)
-        req._out_done = True
-        req._chunks.clear()  # unread body bytes are dropped
-        r.active -= 1
-        if r.stopping and r.active == 0:
-            r._drained.set()
-
-    def _task_done(self, req, task):
-        self._finished(req)
-        if not task.cancelled() and task.exception() is not None:
-            log.error("stream %d: %r", req.stream, task.exception())
-
-    # Output.
-
-    def write(self, data):
-        if self.closing:
-            return
-        self._out.append(data)
-        if not self._flush_soon:
-            self._flush_soon = True
-            self.loop.call_soon(self._flush)
-
-    def writelist(self, frames):
-        if self.closing:
-            return
-        self._out.extend(frames)
-        if not self._flush_soon:
-            self._flush_soon = True
-            self.loop.call_soon(self._flush)
-
-    def _flush(self):
-        self._flush_soon = False
-        out = self._out
-        if not out:
-            return
-        data = out[0] if len(out) == 1 else b"".join(out)
-        out.clear()
-        if self.t is not None and not self.t.is_closing():
-            self.t.write(data)
-
-    async def drain(self):
-        """Write what is queued; wait while the transport's buffer is
-        over its high-water mark."""
-        self._flush()
-        if self._wpaused and not self.closing:
-            fut = self.loop.create_future()
-            self._drainers.append(fut)
-            await fut
-
-    def _wake_drainers(self):
-        waiters, self._drainers = self._drainers, []
-        for fut in waiters:
-            if not fut.done():
-                fut.set_result(None)
-
-    # Closing.
-
-    def send_goaway(self):
-        if not self.closing and not self.goaway_sent:
-            self.goaway_sent = True
-            self.write(wire.encode_goaway(self.last_stream,
-                                          wire.CODE_SHUTDOWN,
-                                          b"shutting down"))
-
-    def protocol_error(self, why):
-        log.warning("protocol error from ingressd: %s", why)
-        self.write(wire.encode_error(0, wire.CODE_PROTOCOL,
-                                     why.encode("latin-1", "replace")))
-        self.close()
-
-    def close(self):
-        """Close after what is queued is written; streams cancelled."""
-        if self.closing:
-            return
-        self._flush()
-        self.closing = True
-        self._buf = None
-        self._cancel_all()
-        if self.t is not None:
-            self.t.close()
-
-
 class Replica:
     """A replica server.
 
@@ -427,6 +98,10 @@ class Replica:
     --tls-cert FILE, --tls-key FILE, --tls-client-ca FILE (or an
     ssl_context: the wire over TLS on a TCP address, ingressd's
     certificate required when a client CA is given),
+    --eager (INGRESSD_EAGER=1: a handler runs without a Task until it
+    first waits; faster below Python 3.12, but asyncio.current_task()
+    is None until then, so asyncio.timeout() or a TaskGroup opened
+    before the first await raise RuntimeError),
     else from the environment ingressd sets for a spawned replica:
     INGRESSD_LISTEN, INGRESSD_REPLICA_ID, INGRESSD_DEPLOYMENT (and
     INGRESSD_MAX_CONCURRENCY, INGRESSD_DRAIN_MS, INGRESSD_TLS_CERT,
@@ -442,6 +117,7 @@ class Replica:
                  max_concurrency: Optional[int] = None,
                  drain_ms: Optional[int] = None,
                  threads: Optional[int] = None,
+                 eager: Optional[bool] = None,
                  on_startup: Optional[Callable[[], Any]] = None,
                  on_shutdown: Optional[Callable[[], Any]] = None,
                  argv: Optional[Sequence[str]] = None,
@@ -486,6 +162,8 @@ class Replica:
                                 DEFAULT_DRAIN_MS)
         self.threads = _number("threads", threads if threads is not None
                                else opts["threads"], 1, 4096, None)
+        self.eager = eager if eager is not None else \
+            _flag("INGRESSD_EAGER", opts["eager"])
         self.address = None  # as bound, once started
         self.active = 0  # live requests, all connections
         self.stopping = False
@@ -963,6 +641,14 @@ def _number(what, v, lo, hi, default):
     return n
 
 
+def _flag(what, v):
+    if v is None or v in ("", "0"):
+        return False
+    if v == "1":
+        return True
+    raise ConfigError("bad %s \"%s\": 0 or 1" % (what, v))
+
+
 def _options(argv, env):
     """The replica's options from argv (which wins) and env.  Arguments
     that are not ours are left to the application."""
@@ -977,6 +663,7 @@ def _options(argv, env):
     ap.add_argument("--tls-cert", dest="tls_cert")
     ap.add_argument("--tls-key", dest="tls_key")
     ap.add_argument("--tls-client-ca", dest="tls_client_ca")
+    ap.add_argument("--eager", action="store_true")
     ns, _rest = ap.parse_known_args(list(argv))
     return {
         "listen": ns.listen or env.get("INGRESSD_LISTEN"),
@@ -991,6 +678,7 @@ def _options(argv, env):
         "tls_key": ns.tls_key or env.get("INGRESSD_TLS_KEY"),
         "tls_client_ca": ns.tls_client_ca or
         env.get("INGRESSD_TLS_CLIENT_CA"),
+        "eager": "1" if ns.eager else env.get("INGRESSD_EAGER"),
     }
 
 

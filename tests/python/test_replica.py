@@ -646,9 +646,64 @@ def count_tasks(rp):
     return created
 
 
+class TaskByDefault(unittest.TestCase):
+    """By default a handler runs in an asyncio Task from its first step
+    (3.12+: started eagerly by asyncio itself), so what needs a current
+    task works before the handler's first await (conn.py)."""
+
+    @unittest.skipUnless(hasattr(asyncio, "timeout"), "Python < 3.11")
+    def test_timeout_before_first_await(self):
+        async def handler(req):
+            async with asyncio.timeout(5):
+                if req.path == "/wait":
+                    await asyncio.sleep(0)
+                return "in time"
+        with Running(handler) as rp, rp.client() as c:
+            for sid, path in ((1, "/"), (3, "/wait")):
+                c.request(sid, "GET", path)
+                r = c.collect(sid)
+                self.assertEqual((r.status, r.body), (200, b"in time"))
+
+    @unittest.skipUnless(hasattr(asyncio, "TaskGroup"), "Python < 3.11")
+    def test_taskgroup_before_first_await(self):
+        async def part(n):
+            await asyncio.sleep(0)
+            return n
+
+        async def handler(req):
+            async with asyncio.TaskGroup() as tg:
+                tasks = [tg.create_task(part(n)) for n in (1, 2)]
+            return {"sum": sum(t.result() for t in tasks)}
+        with Running(handler) as rp, rp.client() as c:
+            c.request(1, "GET", "/")
+            r = c.collect(1)
+            self.assertEqual(r.status, 200, r.body)
+            self.assertEqual(json.loads(r.body), {"sum": 3})
+
+    def test_current_task_in_the_first_step(self):
+        async def handler(req):
+            task = asyncio.current_task()
+            return "task" if task is not None else "none"
+        with Running(handler) as rp, rp.client() as c:
+            c.request(1, "GET", "/")
+            self.assertEqual(c.collect(1).body, b"task")
+
+    def test_eager_setting(self):
+        def mk(**kw):
+            return Replica(hello_handler, "127.0.0.1:0", **kw)
+        self.assertFalse(mk(environ={}).eager)
+        self.assertTrue(mk(environ={"INGRESSD_EAGER": "1"}).eager)
+        self.assertFalse(mk(environ={"INGRESSD_EAGER": "0"}).eager)
+        self.assertFalse(mk(eager=False,
+                            environ={"INGRESSD_EAGER": "1"}).eager)
+        self.assertTrue(mk(eager=True, environ={}).eager)
+        with self.assertRaisesRegex(ConfigError, "INGRESSD_EAGER"):
+            mk(environ={"INGRESSD_EAGER": "yes please"})
+
+
 class Eager(unittest.TestCase):
-    """Handlers run eagerly from the frame dispatch: a Task only for one
-    that suspends (server.py, eager.py)."""
+    """With eager=True (INGRESSD_EAGER=1) handlers run from the frame
+    dispatch: a Task only for one that suspends (conn.py, eager.py)."""
 
     def test_handler_that_never_waits_creates_no_task(self):
         import contextvars
@@ -658,7 +713,7 @@ class Eager(unittest.TestCase):
             seen = var.get()
             var.set(req.stream)  # must not leak into the next request
             return "%d %s" % (req.stream, seen)
-        with Running(handler) as rp, rp.client() as c:
+        with Running(handler, eager=True) as rp, rp.client() as c:
             created = count_tasks(rp)
             for sid in range(1, 41, 2):
                 c.request(sid, "GET", "/")
@@ -686,7 +741,7 @@ class Eager(unittest.TestCase):
                 events.append(("cancelled", req.stream))
                 raise
             return "never"
-        with Running(handler) as rp, rp.client() as c:
+        with Running(handler, eager=True) as rp, rp.client() as c:
             created = count_tasks(rp)
             c.request(1, "GET", "/yield")
             self.assertEqual(c.collect(1).body, b"yielded")
