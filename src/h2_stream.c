@@ -42,6 +42,52 @@
 
 static void	h2s_release(struct h2s *, int abort);
 
+/*
+ * HTTP/2 clients may split Cookie into one field per crumb (RFC 9113
+ * 8.2.3, for HPACK's sake); an HTTP/1.1 hop wants one field, joined with
+ * "; ".  The cookie fields were left out of s->fields; one goes in here.
+ */
+static int
+h2s_cookies(struct h2s *s, unsigned *nf)
+{
+	const char *p = s->hbuf, *name, *value;
+	size_t nl, vl, len = 0, off = 0;
+	unsigned i;
+
+	if (s->ncookie == 0)
+		return 0;
+	for (i = 0; i < s->nhdr; i++, p = value + vl + 1) {
+		name = p;
+		nl = strlen(name);
+		value = name + nl + 1;
+		vl = strlen(value);
+		if (nl == 6 && memcmp(name, "cookie", 6) == 0)
+			len += vl + 2;
+	}
+	if ((s->cookie = malloc(len + 1)) == NULL)
+		return -1;
+	for (p = s->hbuf, i = 0; i < s->nhdr; i++, p = value + vl + 1) {
+		name = p;
+		nl = strlen(name);
+		value = name + nl + 1;
+		vl = strlen(value);
+		if (nl != 6 || memcmp(name, "cookie", 6) != 0)
+			continue;
+		if (off > 0) {
+			memcpy(s->cookie + off, "; ", 2);
+			off += 2;
+		}
+		memcpy(s->cookie + off, value, vl);
+		off += vl;
+	}
+	s->cookie[off] = '\0';
+	s->fields[*nf].name = "cookie";
+	s->fields[*nf].name_len = 6;
+	s->fields[*nf].value = s->cookie;
+	s->fields[(*nf)++].value_len = off;
+	return 0;
+}
+
 /* The request head ------------------------------------------------------ */
 
 static void	h2s_call_cb(evutil_socket_t, short, void *);
@@ -152,13 +198,18 @@ h2s_build(struct h2s *s)
 			else if (nl == 12 && memcmp(name, "content-type", 12) ==
 			    0 && grpc_is_grpc(value, vl))
 				s->grpc = 1;
+			else if (nl == 6 && memcmp(name, "cookie", 6) == 0) {
+				s->ncookie++;
+				continue;	/* joined below */
+			}
 			s->fields[nf].name = name;
 			s->fields[nf].name_len = nl;
 			s->fields[nf].value = value;
 			s->fields[nf++].value_len = vl;
 		}
 	}
-	if (r->method == NULL || r->target == NULL || r->target[0] != '/')
+	if (r->method == NULL || r->target == NULL || r->target[0] != '/' ||
+	    h2s_cookies(s, &nf) == -1)
 		return -1;
 	/* :authority is the Host (RFC 9113 8.3.1); forwarded as Host. */
 	if (auth != NULL && host == NULL) {
@@ -662,6 +713,7 @@ h2s_free(struct h2s *s)
 	free(s->name);
 	free(s->admin_body);
 	free(s->tbuf);
+	free(s->cookie);
 	free(s);
 	c->stream_gone(c);
 }

@@ -37,6 +37,8 @@ struct h2s {
 	int		 too_big;	/* over a limit: 431 */
 	struct http1_request req;
 	struct http1_field *fields;
+	unsigned	 ncookie;	/* cookie fields, joined into cookie */
+	char		*cookie;
 	int		 req_done;	/* END_STREAM from the client */
 	uint64_t	 unacked;	/* request bytes not consumed yet */
 

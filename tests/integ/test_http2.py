@@ -104,6 +104,23 @@ class Http2(unittest.TestCase):
 		self.served()
 
 	@timeout(20)
+	def test_split_cookies_joined(self):
+		"""RFC 9113 8.2.3: cookie crumbs in separate fields reach the
+		replica as one Cookie field, joined with "; "."""
+		c = H2(self.d.port)
+		c.request(1, "/echo/c", extra=[("cookie", "a=1"),
+		    ("x-between", "y"), ("cookie", "b=2"), ("cookie", "c=3")])
+		h, body, _, rst = c.response(1)
+		self.assertEqual((h[":status"], rst), ("200", None))
+		j = json.loads(body)
+		self.assertEqual(j["headers"]["cookie"], "a=1; b=2; c=3")
+		self.assertEqual(j["headers"]["x-between"], "y")
+		c.request(3, "/echo/c", extra=[("cookie", "only=1")])
+		j = json.loads(c.response(3)[1])
+		self.assertEqual(j["headers"]["cookie"], "only=1")
+		c.close()
+
+	@timeout(20)
 	def test_bad_preface_goaway_protocol_error(self):
 		c = H2(self.d.port, preface=b"PRI * HTTP/2.0\r\n\r\nXX\r\n\r\n",
 		    settings=False)
