@@ -1,6 +1,6 @@
 /*
  * h2_stream.c -- one HTTP/2 stream: a request routed and proxied like
- * front.c's, its answer sent back as HEADERS, DATA and trailers.
+ * front.c's; its answer goes back through h2_answer.c.
  *
  * The request head is collected into one buffer ("name\0value\0"...),
  * then turned into the http1_request the core encodes its REQUEST from
@@ -10,17 +10,11 @@
  * Flow control, request: body bytes go to the core stream at once; they
  * are consumed (the client's window reopened) only when the stream could
  * pass them to the replica within its credit, so what waits here is at
- * most one stream window.  Response: DATA goes through a deferred data
- * provider that takes bytes from our buffer as nghttp2 frames them, and
- * only then credits the replica (stream_consumed); h2.c pulls frames only
- * while the socket's output is small.
+ * most one stream window.  The response side is h2_answer.c's.
  *
  * gRPC (content-type application/grpc...): grpc-timeout shortens the
- * deadline, which then bounds the whole call (our own timer); every error
- * made here is a grpc-status, in Trailers-Only form when no HEADERS went
- * out yet, else in the trailers (docs/http.md, "HTTP/2 and gRPC").
+ * deadline, which then bounds the whole call (our own timer).
  */
-#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,13 +28,12 @@
 #include "conf.h"
 #include "grpc.h"
 #include "h2_impl.h"
+#include "h2s_impl.h"
 #include "handle.h"
-#include "hfield.h"
 #include "http1.h"
 #include "metrics.h"
 #include "realip.h"
 #include "reqlog.h"
-#include "resp.h"
 #include "route.h"
 #include "sock.h"
 #include "stream.h"
@@ -49,59 +42,53 @@
 #include "wire.h"
 #include "worker.h"
 
-#define H2S_MAX_RID	128
-#define H2S_MSG_MAX	512
-
-struct h2s {
-	struct h2conn	*c;
-	int32_t		 id;
-	LIST_ENTRY(h2s)	 link;
-
-	/* The request head: "name\0value\0" pairs, then the parsed form. */
-	char		*hbuf;
-	size_t		 hlen, hcap, hsize;
-	unsigned	 nhdr;
-	int		 head_seen;
-	int		 too_big;	/* over a limit: 431 */
-	struct http1_request req;
-	struct http1_field *fields;
-	int		 req_done;	/* END_STREAM from the client */
-	uint64_t	 unacked;	/* request bytes not consumed yet */
-
-	struct stream	*stream;
-	struct handle	*handle;
-	int		 grpc;
-	struct deadline	 call;		/* gRPC: the whole call's deadline */
-	int		 admin;		/* an admin path: answered here */
-	char		*admin_body;
-	size_t		 admin_len;
-	int		 admin_big;
-	char		*target;	/* rewritten target, deployment name */
-	char		*name;
-
-	/* The response. */
-	int		 head_sent;	/* HEADERS submitted */
-	int		 has_body;	/* ... with a data provider */
-	int		 eof;		/* no more DATA will come */
-	int		 end_sent;	/* END_STREAM went out */
-	struct evbuffer	*out;
-	char		*tbuf;		/* the replica's trailers, copied */
-	size_t		 tlen;
-	unsigned	 ntr;
-	int		 status;	/* the replica's HTTP status */
-	int		 grpc_status;	/* -1: derive at the end */
-	char		 grpc_msg[H2S_MSG_MAX];
-	int		 resp_grpc_status; /* from the replica's head; -1 */
-	char		 resp_grpc_msg[H2S_MSG_MAX];
-
-	struct reqlog	 log;
-	char		 client[64];
-	char		 request_id[H2S_MAX_RID + 1];
-	double		 t_attach;
-};
-
-static void	h2s_local(struct h2s *, int status, const char *why);
 static void	h2s_release(struct h2s *, int abort);
+
+/*
+ * HTTP/2 clients may split Cookie into one field per crumb (RFC 9113
+ * 8.2.3, for HPACK's sake); an HTTP/1.1 hop wants one field, joined with
+ * "; ".  The cookie fields were left out of s->fields; one goes in here.
+ */
+static int
+h2s_cookies(struct h2s *s, unsigned *nf)
+{
+	const char *p = s->hbuf, *name, *value;
+	size_t nl, vl, len = 0, off = 0;
+	unsigned i;
+
+	if (s->ncookie == 0)
+		return 0;
+	for (i = 0; i < s->nhdr; i++, p = value + vl + 1) {
+		name = p;
+		nl = strlen(name);
+		value = name + nl + 1;
+		vl = strlen(value);
+		if (nl == 6 && memcmp(name, "cookie", 6) == 0)
+			len += vl + 2;
+	}
+	if ((s->cookie = malloc(len + 1)) == NULL)
+		return -1;
+	for (p = s->hbuf, i = 0; i < s->nhdr; i++, p = value + vl + 1) {
+		name = p;
+		nl = strlen(name);
+		value = name + nl + 1;
+		vl = strlen(value);
+		if (nl != 6 || memcmp(name, "cookie", 6) != 0)
+			continue;
+		if (off > 0) {
+			memcpy(s->cookie + off, "; ", 2);
+			off += 2;
+		}
+		memcpy(s->cookie + off, value, vl);
+		off += vl;
+	}
+	s->cookie[off] = '\0';
+	s->fields[*nf].name = "cookie";
+	s->fields[*nf].name_len = 6;
+	s->fields[*nf].value = s->cookie;
+	s->fields[(*nf)++].value_len = off;
+	return 0;
+}
 
 /* The request head ------------------------------------------------------ */
 
@@ -213,13 +200,18 @@ h2s_build(struct h2s *s)
 			else if (nl == 12 && memcmp(name, "content-type", 12) ==
 			    0 && grpc_is_grpc(value, vl))
 				s->grpc = 1;
+			else if (nl == 6 && memcmp(name, "cookie", 6) == 0) {
+				s->ncookie++;
+				continue;	/* joined below */
+			}
 			s->fields[nf].name = name;
 			s->fields[nf].name_len = nl;
 			s->fields[nf].value = value;
 			s->fields[nf++].value_len = vl;
 		}
 	}
-	if (r->method == NULL || r->target == NULL || r->target[0] != '/')
+	if (r->method == NULL || r->target == NULL || r->target[0] != '/' ||
+	    h2s_cookies(s, &nf) == -1)
 		return -1;
 	/* :authority is the Host (RFC 9113 8.3.1); forwarded as Host. */
 	if (auth != NULL && host == NULL) {
@@ -551,8 +543,6 @@ h2s_credit_all(struct h2conn *c)
 		h2s_credit(s);
 }
 
-static void	h2s_admin(struct h2s *);
-
 void
 h2s_body_end(struct h2s *s)
 {
@@ -563,176 +553,13 @@ h2s_body_end(struct h2s *s)
 		h2s_admin(s);
 }
 
-/* The response ------------------------------------------------------------ */
-
-static int
-h2s_hop(const char *name, size_t len)
-{
-	/* Connection-specific fields may not appear in HTTP/2 (8.2.2). */
-	return hfield_hop_by_hop(name, len);
-}
-
-static int
-h2s_is(const struct wire_field *f, const char *name)
-{
-	return hfield_name_is(f->name.p, f->name.len, name);
-}
-
-/* A list of header fields for nghttp2, names lowered (HTTP/2 wants
- * lower case); nghttp2 copies them at submit time. */
-struct h2s_nva {
-	nghttp2_nv	 nv[WIRE_MAX_FIELDS + 8];
-	unsigned	 n;
-	char		*low;
-	size_t		 lowlen, lowcap;
-};
-
-static void
-h2s_nva_add(struct h2s_nva *a, const char *name, size_t nl, const char *value,
-    size_t vl)
-{
-	size_t i;
-	char *dst;
-
-	if (a->n >= sizeof(a->nv) / sizeof(a->nv[0]) ||
-	    a->lowlen + nl > a->lowcap)
-		return;
-	dst = a->low + a->lowlen;
-	for (i = 0; i < nl; i++)
-		dst[i] = (char)tolower((unsigned char)name[i]);
-	a->lowlen += nl;
-	a->nv[a->n].name = (uint8_t *)dst;
-	a->nv[a->n].namelen = nl;
-	a->nv[a->n].value = (uint8_t *)(uintptr_t)value;
-	a->nv[a->n].valuelen = vl;
-	a->nv[a->n].flags = NGHTTP2_NV_FLAG_NONE;
-	a->n++;
-}
-
-static int
-h2s_nva_init(struct h2s_nva *a, const struct wire_field *f, unsigned n)
-{
-	unsigned i;
-
-	a->n = 0;
-	a->lowlen = 0;
-	a->lowcap = 64;
-	for (i = 0; i < n; i++)
-		a->lowcap += f[i].name.len;
-	return (a->low = malloc(a->lowcap)) == NULL ? -1 : 0;
-}
-
-/* The replica's fields that may go to an HTTP/2 client: not connection-
- * specific ones, and for gRPC not the status (it goes in the trailers). */
-static void
-h2s_nva_fields(struct h2s *s, struct h2s_nva *a, const struct wire_field *f,
-    unsigned n, int keep_status)
-{
-	unsigned i;
-
-	for (i = 0; i < n; i++) {
-		if (h2s_hop(f[i].name.p, f[i].name.len) || f[i].name.len == 0 ||
-		    f[i].name.p[0] == ':')
-			continue;
-		if (s->grpc && !keep_status && (h2s_is(&f[i], "grpc-status") ||
-		    h2s_is(&f[i], "grpc-message")))
-			continue;
-		h2s_nva_add(a, f[i].name.p, f[i].name.len, f[i].value.p,
-		    f[i].value.len);
-	}
-}
-
-static ssize_t	h2s_read_cb(nghttp2_session *, int32_t, uint8_t *, size_t,
-		    uint32_t *, nghttp2_data_source *, void *);
-
-static void
-h2s_submit(struct h2s *s, struct h2s_nva *a, int body)
-{
-	nghttp2_data_provider prd;
-
-	prd.source.ptr = s;
-	prd.read_callback = h2s_read_cb;
-	s->head_sent = 1;
-	s->has_body = body;
-	if (nghttp2_submit_response(s->c->ss, s->id, a->nv, a->n,
-	    body ? &prd : NULL) != 0)
-		nghttp2_submit_rst_stream(s->c->ss, NGHTTP2_FLAG_NONE, s->id,
-		    NGHTTP2_INTERNAL_ERROR);
-	h2_schedule(s->c);
-}
-
-/* The grpc-status (and -message) fields the call ends with. */
-static void
-h2s_nva_status(struct h2s *s, struct h2s_nva *a, char *num, size_t numlen)
-{
-	int code = s->grpc_status;
-	const char *msg = s->grpc_msg;
-
-	if (code < 0 && s->resp_grpc_status >= 0) {
-		code = s->resp_grpc_status;
-		msg = s->resp_grpc_msg;
-	} else if (code < 0) {
-		/* A replica that sent no grpc-status: 200 and complete is
-		 * OK, anything else by the HTTP mapping. */
-		code = grpc_from_http(s->status);
-		if (code != GRPC_OK)
-			snprintf(s->grpc_msg, sizeof(s->grpc_msg),
-			    "replica answered HTTP %d", s->status);
-	}
-	s->log.grpc_status = code;
-	snprintf(num, numlen, "%d", code);
-	h2s_nva_add(a, "grpc-status", 11, num, strlen(num));
-	if (msg[0] != '\0')
-		h2s_nva_add(a, "grpc-message", 12, msg, strlen(msg));
-}
-
-/* A gRPC answer without a body: the status in the HEADERS (Trailers-Only). */
-static void
-h2s_trailers_only(struct h2s *s, const struct wire_field *f, unsigned n)
-{
-	struct h2s_nva a;
-	char num[16];
-
-	if (h2s_nva_init(&a, f, n) == -1)
-		return;
-	h2s_nva_add(&a, ":status", 7, "200", 3);
-	h2s_nva_add(&a, "content-type", 12, "application/grpc", 16);
-	h2s_nva_fields(s, &a, f, n, 0);
-	h2s_nva_status(s, &a, num, sizeof(num));
-	s->log.status = 200;
-	s->eof = 1;
-	h2s_submit(s, &a, 0);
-	free(a.low);
-}
-
-/* Remember a grpc-status the replica put in its head. */
-static void
-h2s_head_status(struct h2s *s, const struct wire_field *f, unsigned n)
-{
-	unsigned i;
-	size_t l;
-
-	for (i = 0; i < n; i++) {
-		if (h2s_is(&f[i], "grpc-status"))
-			s->resp_grpc_status = atoi(f[i].value.p);
-		else if (h2s_is(&f[i], "grpc-message")) {
-			l = f[i].value.len < H2S_MSG_MAX - 1 ? f[i].value.len :
-			    H2S_MSG_MAX - 1;
-			memcpy(s->resp_grpc_msg, f[i].value.p, l);
-			s->resp_grpc_msg[l] = '\0';
-		}
-	}
-}
+/* The core stream's callbacks ------------------------------------------ */
 
 static void
 h2s_on_response(void *arg, int status, const struct wire_field *f,
     unsigned n, int end)
 {
 	struct h2s *s = arg;
-	struct h2s_nva a;
-	char st[16];
-	unsigned i;
-	int rid = 0;
 
 	s->status = status;
 	if (status < 200) {
@@ -752,24 +579,11 @@ h2s_on_response(void *arg, int status, const struct wire_field *f,
 			return;
 		}
 	}
-	if (h2s_nva_init(&a, f, n) == -1) {
+	if (h2s_respond(s, status, f, n, end) == -1) {
 		if (!end)
 			h2s_release(s, 1);
 		h2s_local(s, 503, "out of memory");
-		return;
 	}
-	snprintf(st, sizeof(st), "%d", status);
-	h2s_nva_add(&a, ":status", 7, st, strlen(st));
-	h2s_nva_fields(s, &a, f, n, 0);
-	for (i = 0; i < n; i++)
-		rid |= h2s_is(&f[i], "x-request-id");
-	if (!rid)
-		h2s_nva_add(&a, "x-request-id", 12, s->request_id,
-		    strlen(s->request_id));
-	s->log.status = status;
-	s->eof = end;
-	h2s_submit(s, &a, !end || s->grpc);
-	free(a.low);
 }
 
 static void
@@ -816,16 +630,6 @@ h2s_on_trailers(void *arg, const struct wire_field *f, unsigned n)
 	s->ntr = n;
 }
 
-/* The stream is over: the data provider sends what is left, then EOF. */
-static void
-h2s_finish(struct h2s *s)
-{
-	s->eof = 1;
-	if (s->has_body)
-		nghttp2_session_resume_data(s->c->ss, s->id);
-	h2_schedule(s->c);
-}
-
 static void
 h2s_on_end(void *arg)
 {
@@ -865,159 +669,6 @@ static const struct stream_ops h2s_stream_ops = {
 	.on_fail = h2s_on_fail,
 	.on_writable = h2s_on_writable,
 };
-
-/* The trailing HEADERS: the replica's trailers, and for gRPC a status. */
-static void
-h2s_send_trailers(struct h2s *s)
-{
-	struct wire_field f[WIRE_MAX_FIELDS];
-	struct h2s_nva a;
-	const char *p = s->tbuf;
-	unsigned i, n = 0;
-	char num[16];
-	int have = 0;
-
-	for (i = 0; i < s->ntr && n < WIRE_MAX_FIELDS; i++, n++) {
-		f[n].name.p = p;
-		f[n].name.len = strlen(p);
-		p += f[n].name.len + 1;
-		f[n].value.p = p;
-		f[n].value.len = strlen(p);
-		p += f[n].value.len + 1;
-		if (h2s_is(&f[n], "grpc-status"))
-			have = 1;
-	}
-	if (h2s_nva_init(&a, f, n) == -1)
-		return;
-	h2s_nva_fields(s, &a, f, n, s->grpc_status < 0);
-	if (s->grpc && (!have || s->grpc_status >= 0)) {
-		h2s_nva_status(s, &a, num, sizeof(num));
-	} else if (have) {
-		for (i = 0; i < n; i++)
-			if (h2s_is(&f[i], "grpc-status"))
-				s->log.grpc_status = atoi(f[i].value.p);
-	}
-	nghttp2_submit_trailer(s->c->ss, s->id, a.nv, a.n);
-	free(a.low);
-}
-
-/* nghttp2 asks for DATA: what the replica sent, credited back as it
- * leaves; deferred while there is none and the stream goes on. */
-static ssize_t
-h2s_read_cb(nghttp2_session *ss, int32_t id, uint8_t *buf, size_t len,
-    uint32_t *flags, nghttp2_data_source *src, void *u)
-{
-	struct h2s *s = src->ptr;
-	size_t n = 0;
-
-	if (s->out != NULL && (n = evbuffer_remove(s->out, buf, len)) > 0 &&
-	    s->stream != NULL)
-		stream_consumed(s->stream, n);
-	if (s->out != NULL && evbuffer_get_length(s->out) > 0)
-		return (ssize_t)n;
-	if (!s->eof)
-		return n > 0 ? (ssize_t)n : NGHTTP2_ERR_DEFERRED;
-	*flags |= NGHTTP2_DATA_FLAG_EOF;
-	if (s->grpc || s->ntr > 0) {
-		*flags |= NGHTTP2_DATA_FLAG_NO_END_STREAM;
-		h2s_send_trailers(s);
-	}
-	return (ssize_t)n;
-}
-
-/* Answers made here -------------------------------------------------------- */
-
-/*
- * An error ingressd produced.  gRPC: a grpc-status, Trailers-Only if
- * nothing went out yet, else in the trailers after what did.  Plain
- * HTTP: a text/plain error as front.c's, or, mid-response, RST_STREAM
- * (HTTP/2's way of saying the response is cut).
- */
-static void
-h2s_local(struct h2s *s, int status, const char *why)
-{
-	struct h2s_nva a;
-	char body[512], st[16], len[24];
-	int n;
-
-	if (s->end_sent || (s->head_sent && !s->has_body))
-		return;
-	if (s->grpc) {
-		s->grpc_status = grpc_from_local(status, s->log.reject,
-		    s->log.bytes_out > 0);
-		grpc_message_encode(why != NULL ? why : "", s->grpc_msg,
-		    sizeof(s->grpc_msg));
-		if (!s->head_sent)
-			h2s_trailers_only(s, NULL, 0);
-		else
-			h2s_finish(s);
-		return;
-	}
-	if (s->head_sent) {
-		nghttp2_submit_rst_stream(s->c->ss, NGHTTP2_FLAG_NONE, s->id,
-		    NGHTTP2_INTERNAL_ERROR);
-		h2_schedule(s->c);
-		return;
-	}
-	n = snprintf(body, sizeof(body), "%d %s%s%s\n", status,
-	    resp_reason(status), why != NULL ? ": " : "", why != NULL ? why : "");
-	if (n < 0 || (size_t)n >= sizeof(body))
-		n = (int)strlen(body);
-	if ((s->out == NULL && (s->out = evbuffer_new()) == NULL) ||
-	    h2s_nva_init(&a, NULL, 0) == -1)
-		return;
-	snprintf(st, sizeof(st), "%d", status);
-	snprintf(len, sizeof(len), "%d", n);
-	h2s_nva_add(&a, ":status", 7, st, strlen(st));
-	h2s_nva_add(&a, "content-type", 12, "text/plain; charset=utf-8", 25);
-	h2s_nva_add(&a, "content-length", 14, len, strlen(len));
-	h2s_nva_add(&a, "x-request-id", 12, s->request_id,
-	    strlen(s->request_id));
-	if (status == 503)
-		h2s_nva_add(&a, "retry-after", 11, "1", 1);
-	if (!s->req.is_head)
-		evbuffer_add(s->out, body, (size_t)n);
-	s->log.status = status;
-	s->log.bytes_out += (uint64_t)n;
-	s->eof = 1;
-	h2s_submit(s, &a, !s->req.is_head);
-	free(a.low);
-}
-
-static void
-h2s_admin(struct h2s *s)
-{
-	const char *ctype = "application/json";
-	char *body = NULL, st[16], len[24];
-	struct h2s_nva a;
-	size_t blen = 0;
-	int status;
-
-	status = s->admin_big ? 413 : admin_handle(s->c->w->worker, &s->req,
-	    s->c->admin, s->admin_body, s->admin_len, &body, &blen, &ctype);
-	if (body == NULL) {
-		h2s_local(s, status, NULL);
-		return;
-	}
-	if ((s->out == NULL && (s->out = evbuffer_new()) == NULL) ||
-	    h2s_nva_init(&a, NULL, 0) == -1) {
-		free(body);
-		return;
-	}
-	snprintf(st, sizeof(st), "%d", status);
-	snprintf(len, sizeof(len), "%zu", blen);
-	h2s_nva_add(&a, ":status", 7, st, strlen(st));
-	h2s_nva_add(&a, "content-type", 12, ctype, strlen(ctype));
-	h2s_nva_add(&a, "content-length", 14, len, strlen(len));
-	if (!s->req.is_head)
-		evbuffer_add(s->out, body, blen);
-	s->log.status = status;
-	s->log.bytes_out += blen;
-	s->eof = 1;
-	h2s_submit(s, &a, !s->req.is_head);
-	free(a.low);
-	free(body);
-}
 
 /* The gRPC deadline passed: the whole call, not a gap. */
 static void
@@ -1089,6 +740,7 @@ h2s_free(struct h2s *s)
 	free(s->name);
 	free(s->admin_body);
 	free(s->tbuf);
+	free(s->cookie);
 	free(s);
 	c->stream_gone(c);
 }

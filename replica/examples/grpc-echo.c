@@ -8,6 +8,8 @@
  *   BidiStream    answers each request message as it arrives
  *   Abort         answers no message: status INVALID_ARGUMENT, message
  *                 "aborted: " and the request message (Trailers-Only)
+ *   Stats         answers "cancels=N": the BidiStream calls cancelled so
+ *                 far (client cancel, deadline), so a test sees the CANCEL
  *
  * Every call that answers ends with grpc-status 0 in the trailers.  The
  * messages are whatever bytes the client sends (any protobuf, or none):
@@ -23,6 +25,8 @@
 #include "replica_grpc.h"
 
 #define ECHO_ABORT_MAX	200
+
+static unsigned	echo_cancels;	/* one thread: the replica's loop */
 
 static void
 echo_unary(struct replica_req *q, const void *msg, size_t n, void *arg)
@@ -99,6 +103,22 @@ echo_bidi(struct replica_req *q, const void *msg, size_t n, void *arg)
 	replica_grpc_send(q, msg, n);
 }
 
+static void
+echo_bidi_cancel(struct replica_req *q, void *arg)
+{
+	echo_cancels++;
+}
+
+static void
+echo_stats(struct replica_req *q, const void *msg, size_t n, void *arg)
+{
+	char text[32];
+	int len = snprintf(text, sizeof text, "cancels=%u", echo_cancels);
+
+	if (replica_grpc_send(q, text, (size_t)len) == 0)
+		replica_grpc_finish(q, GRPC_OK, NULL);
+}
+
 static const struct replica_grpc_method echo_methods[] = {
 	{ "/ingressd.example.Echo/Unary", echo_unary, NULL, NULL, NULL },
 	{ "/ingressd.example.Echo/ServerStream", echo_server_stream, NULL,
@@ -106,8 +126,10 @@ static const struct replica_grpc_method echo_methods[] = {
 	{ "/ingressd.example.Echo/ClientStream", NULL, echo_collect,
 	    echo_collected, echo_collect_cancel },
 	/* on_end NULL: the call ends OK once the client is done. */
-	{ "/ingressd.example.Echo/BidiStream", NULL, echo_bidi, NULL, NULL },
+	{ "/ingressd.example.Echo/BidiStream", NULL, echo_bidi, NULL,
+	    echo_bidi_cancel },
 	{ "/ingressd.example.Echo/Abort", echo_abort, NULL, NULL, NULL },
+	{ "/ingressd.example.Echo/Stats", echo_stats, NULL, NULL, NULL },
 };
 
 static struct replica_grpc_server echo_server = {

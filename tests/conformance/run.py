@@ -13,6 +13,8 @@ Options:
     --name NAME    the proxy's name in the report; "ingressd" applies the
                    cases' xfail marks (known gaps waiting on a daemon change)
     --json FILE    write every result as JSON (bench/conformance.sh)
+    --h2           also the HTTP/2 section (h2cases.py, python3-h2): h2c
+                   with prior knowledge; on by default with --ingressd
     --header-timeout S / --body-timeout S   enable the "slow" cases
     --max-request-line N --max-header-bytes N --max-headers N --max-body N
                    the limits the proxy was configured with
@@ -42,6 +44,7 @@ sys.path.insert(0, HERE)
 from cases import Ctx, Case, Outcome, all_cases, req  # noqa: E402
 from client import Closed, Conn  # noqa: E402
 from echo_server import EchoServer  # noqa: E402
+from h2cases import run_h2  # noqa: E402
 
 PROBE = "/__probe"
 
@@ -384,6 +387,8 @@ def main():
 	ap.add_argument("--strict", action="store_true")
 	ap.add_argument("--json")
 	ap.add_argument("-k", action="append", default=[])
+	ap.add_argument("--h2", action="store_true", help="also the HTTP/2 "
+	    "section (h2c on the proxy's listener; on with --ingressd)")
 	ap.add_argument("--header-timeout", type=float)
 	ap.add_argument("--body-timeout", type=float)
 	ap.add_argument("--max-request-line", type=int, default=8192)
@@ -403,6 +408,7 @@ def main():
 		args.proxy = "127.0.0.1:%d" % daemon.port
 		args.admin = "127.0.0.1:%d" % daemon.admin
 		args.name = args.name or "ingressd"
+		args.h2 = True
 	if not args.proxy or not (args.admin or args.echo_listen):
 		ap.error("give --ingressd, or --proxy with --admin or "
 		    "--echo-listen")
@@ -420,6 +426,8 @@ def main():
 	failed = True
 	try:
 		results = run_suite(args, ctx, rec)
+		if args.h2:
+			results += run_h2(args, rec, args.k)
 		bad = {"FAIL", "XPASS"} | ({"ALT"} if args.strict else set())
 		failed = any(r.verdict in bad for r in results)
 		if args.json:

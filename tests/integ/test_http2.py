@@ -7,12 +7,13 @@ serves others; curl and h2load as real clients."""
 import json
 import os
 import shutil
+import struct
 import subprocess
 import threading
 import time
 import unittest
 
-from h2_client import H2, frame, PREFACE, HEADERS, CONTINUATION, \
+from h2_client import H2, frame, PREFACE, DATA, HEADERS, CONTINUATION, \
     RST_STREAM, SETTINGS, PING, WINDOW_UPDATE, GOAWAY, END_HEADERS, \
     PROTOCOL_ERROR, FLOW_CONTROL_ERROR, STREAM_CLOSED, CANCEL, \
     ENHANCE_YOUR_CALM, NO_ERROR
@@ -102,6 +103,23 @@ class Http2(unittest.TestCase):
 		    ("200", b"Hello world!", None))
 		c.close()
 		self.served()
+
+	@timeout(20)
+	def test_split_cookies_joined(self):
+		"""RFC 9113 8.2.3: cookie crumbs in separate fields reach the
+		replica as one Cookie field, joined with "; "."""
+		c = H2(self.d.port)
+		c.request(1, "/echo/c", extra=[("cookie", "a=1"),
+		    ("x-between", "y"), ("cookie", "b=2"), ("cookie", "c=3")])
+		h, body, _, rst = c.response(1)
+		self.assertEqual((h[":status"], rst), ("200", None))
+		j = json.loads(body)
+		self.assertEqual(j["headers"]["cookie"], "a=1; b=2; c=3")
+		self.assertEqual(j["headers"]["x-between"], "y")
+		c.request(3, "/echo/c", extra=[("cookie", "only=1")])
+		j = json.loads(c.response(3)[1])
+		self.assertEqual(j["headers"]["cookie"], "only=1")
+		c.close()
 
 	@timeout(20)
 	def test_bad_preface_goaway_protocol_error(self):
@@ -215,6 +233,68 @@ class Http2(unittest.TestCase):
 		self.assertIn("2000 succeeded, 0 failed, 0 errored, 0 timeout",
 		    out, out)
 		self.assertIn("status codes: 2000 2xx", out, out)
+
+
+class Http2Flow(unittest.TestCase):
+	"""Flow control bridged, never buffered: a slow HTTP/2 reader of a
+	200 MB response keeps ingressd's RSS flat, because the replica is
+	credited only as DATA leaves for the client."""
+
+	SIZE = 200 * 1024 * 1024	# ~10.5 s at RATE
+	RATE = 20 * 1000 * 1000		# bytes/s
+	RSS_MAX_KB = 64 * 1024		# as test_resilience_flow's bound
+	AHEAD_MAX = 32 * 1024 * 1024
+
+	@timeout(60)
+	def test_slow_reader_large_stream_rss_flat(self):
+		if os.environ.get("INGRESSD_SANITIZED") == "1":
+			self.skipTest("RSS bound not meaningful under ASan")
+		with Daemon({"deployments": {"sleep": {"spawn":
+		    {"replicas": 1}}}}) as d:
+			self.assertEqual(d.request("GET", "/sleep?ms=0").status,
+			    200)
+			rss = harness.RssSampler(d.proc.pid).start()
+			try:
+				got, elapsed, ahead = self.slow_read(d)
+			finally:
+				max_kb = rss.stop()
+			self.assertEqual(got, self.SIZE)
+			self.assertGreater(elapsed, 0.9 * self.SIZE / self.RATE)
+			self.assertLess(ahead, self.AHEAD_MAX, "the replica ran "
+			    "%d bytes ahead of the client" % ahead)
+			self.assertLess(max_kb, self.RSS_MAX_KB, "ingressd VmRSS "
+			    "reached %d kB" % max_kb)
+			self.assertGreater(len(rss.samples), 20)
+
+	def slow_read(self, d):
+		"""Stream 1 GETs SIZE bytes; DATA is read (and the windows
+		reopened) at RATE.  (bytes, seconds, how far ahead the replica
+		was half way)."""
+		c = H2(d.port, timeout=30)
+		c.request(1, "/sleep?source=%d" % self.SIZE)
+		got, ahead, t0 = 0, None, time.monotonic()
+		deadline = t0 + 50
+		for _ in range(10 * self.SIZE // 16384):
+			if got >= self.SIZE:
+				break
+			wait = t0 + got / self.RATE - time.monotonic()
+			if wait > 0:
+				time.sleep(wait)
+			f = c.read_frame(deadline)
+			self.assertIsNotNone(f, "closed after %d" % got)
+			self.assertNotEqual(f.type, RST_STREAM, got)
+			if f.type != DATA or f.sid != 1 or not f.payload:
+				continue
+			got += len(f.payload)
+			n = struct.pack(">I", len(f.payload))
+			c.send(frame(WINDOW_UPDATE, 0, 0, n) +
+			    frame(WINDOW_UPDATE, 0, 1, n))
+			if ahead is None and got >= self.SIZE // 2:
+				ahead = harness.sleep_stats(d.port)["bytes_out"] - \
+				    got
+		elapsed = time.monotonic() - t0
+		c.close()
+		return got, elapsed, ahead
 
 
 class Http2Stop(unittest.TestCase):
