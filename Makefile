@@ -43,7 +43,7 @@ DEFS	:= -D_GNU_SOURCE -DLLHTTP_STRICT_MODE=1
 ALL_CFLAGS = -std=c11 $(OPT) $(WARN) $(DEFS) -Isrc -Ireplica \
 	     -I$(LLHTTP_INC_DIR) $(PKG_CFLAGS) -MMD -MP $(CFLAGS)
 ALL_LDFLAGS = $(SANLD) $(LDFLAGS)
-LIBS	= $(PKG_LIBS) -lpthread -lm
+LIBS	= $(PKG_LIBS) -lpthread -lm -ldl
 
 # The daemon: every src/*.c; main.c alone is left out of the library the
 # unit tests link against.
@@ -54,11 +54,19 @@ LLHTTP_OBJ := $(addprefix $(BUILD)/obj/llhttp/,api.o http.o llhttp.o)
 
 # The replica library (shares src/wire.c) and the example replicas.
 REPLICA_LIB := $(BUILD)/libingressd-replica.a
-REPLICA_OBJ := $(addprefix $(BUILD)/obj/replica/,conn.o req.o listen.o cli.o) \
+REPLICA_OBJ := $(addprefix $(BUILD)/obj/replica/,conn.o req.o listen.o cli.o \
+	       module.o) \
 	       $(addprefix $(BUILD)/obj/src/,idtab.o net.o sock.o) \
 	       $(BUILD)/obj/src/wire.o
 EXAMPLES := $(patsubst replica/examples/%.c,$(BUILD)/replica-%,\
 	    $(wildcard replica/examples/*.c))
+# The same handlers as shared modules (replica_module.h): loaded into
+# ingressd ("inproc") or served by ingressd-host; and a module whose ABI
+# word is wrong, for the test that it is refused.
+MODULES	:= $(patsubst replica/examples/%.c,$(BUILD)/mod-%.so,\
+	    $(wildcard replica/examples/*.c))
+TEST_MODULES := $(BUILD)/tests/mod-badabi.so
+MOD_CFLAGS = -fPIC -fvisibility=hidden
 
 UNIT_SRC := $(wildcard tests/unit/check_*.c)
 UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
@@ -67,7 +75,8 @@ FUZZ_SRC := $(wildcard tests/fuzz/fuzz_*.c)
 .PHONY: all deps deps-check run check check-only unit python integ asan bench \
 	fuzz fuzz-ci conformance install clean
 
-all: $(BUILD)/ingressd $(REPLICA_LIB) $(EXAMPLES)
+all: $(BUILD)/ingressd $(REPLICA_LIB) $(EXAMPLES) $(MODULES) \
+	$(BUILD)/ingressd-host $(TEST_MODULES)
 
 # Building without the packages would end in a compiler error about
 # event2/event.h or "No rule to make target build/obj/llhttp/api.o": say in
@@ -117,7 +126,26 @@ $(REPLICA_LIB): $(REPLICA_OBJ)
 	@rm -f $@
 	ar rcs $@ $^
 
-$(BUILD)/replica-%: $(BUILD)/obj/replica/examples/%.o $(REPLICA_LIB)
+$(BUILD)/replica-%: $(BUILD)/obj/replica/examples/%.o \
+    $(BUILD)/obj/replica/module_main.o $(REPLICA_LIB)
+	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(LIBS)
+
+$(BUILD)/obj/mod/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) $(MOD_CFLAGS) -c -o $@ $<
+
+# -z defs: a module may need only libevent, jansson and libc, never a
+# replica_* symbol from its host (module_shim.c forwards those).
+$(BUILD)/mod-%.so: $(BUILD)/obj/mod/replica/examples/%.o \
+    $(BUILD)/obj/mod/replica/module_shim.o
+	$(CC) $(ALL_LDFLAGS) -shared -Wl,-z,defs -o $@ $^ $(PKG_LIBS)
+
+$(BUILD)/tests/mod-%.so: $(BUILD)/obj/mod/tests/integ/mods/%.o \
+    $(BUILD)/obj/mod/replica/module_shim.o
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_LDFLAGS) -shared -Wl,-z,defs -o $@ $^ $(PKG_LIBS)
+
+$(BUILD)/ingressd-host: $(BUILD)/obj/replica/host.o $(REPLICA_LIB)
 	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(LIBS)
 
 $(BUILD)/tests/check_%: $(BUILD)/obj/tests/unit/check_%.o $(BUILD)/libingressd.a
