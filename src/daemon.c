@@ -38,6 +38,7 @@
 #include "dns.h"
 #include "front.h"
 #include "hup.h"
+#include "inproc.h"
 #include "handle.h"
 #include "log.h"
 #include "metrics.h"
@@ -288,7 +289,8 @@ daemon_start_workers(struct daemon *d, char *err, size_t errlen)
 static int
 daemon_edges(char *err, size_t errlen)
 {
-	if (upstream_register() == -1 || hup_register() == -1) {
+	if (upstream_register() == -1 || hup_register() == -1 ||
+	    inproc_register() == -1) {
 		snprintf(err, errlen, "cannot register the upstream edges");
 		return -1;
 	}

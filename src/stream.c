@@ -263,22 +263,22 @@ stream_str(struct wire_str *ws, const char *p, size_t len)
  * The REQUEST head: the client's end-to-end fields, minus hop-by-hop ones
  * and the ones we set ourselves (X-Forwarded-*, X-Request-Id travels in
  * its own field), plus X-Forwarded-For (appended to the client's) and
- * X-Forwarded-Proto.
+ * X-Forwarded-Proto.  What points into h stays valid while h and the
+ * stream do.
  */
 int
-stream_encode(struct stream *s, uint32_t id, struct evbuffer *out)
+stream_head(struct stream *s, struct stream_head *h)
 {
 	const struct http1_request *r = s->info.req;
-	struct wire_field fields[WIRE_MAX_FIELDS];
-	struct wire_request wr;
-	struct evbuffer_iovec iov;
-	char *xff = NULL, xffbuf[256];
+	struct wire_field *fields = h->fields;
+	struct wire_request *wr = &h->wr;
+	char *xff;
 	const char *prev = NULL, *conn = NULL;
-	size_t prevlen = 0, connlen = 0, size, n, xfflen;
+	size_t prevlen = 0, connlen = 0, n, xfflen;
 	unsigned i, nf = 0, room;
-	uint8_t flags = 0;
-	int rv = -1, host_sent = 0;	/* -1: one to come; 1: sent */
+	int host_sent = 0;	/* -1: one to come; 1: sent */
 
+	h->xff = NULL;
 	for (i = 0; i < r->nfields; i++) {
 		if (stream_name_is(&r->fields[i], "connection", 10)) {
 			conn = r->fields[i].value;
@@ -321,9 +321,9 @@ stream_encode(struct stream *s, uint32_t id, struct evbuffer *out)
 		stream_str(&fields[nf++].value, r->host, r->host_len);
 	}
 	xfflen = prevlen + strlen(s->info.client_addr) + 3;
-	if (xfflen <= sizeof(xffbuf))
-		xff = xffbuf;
-	else if ((xff = malloc(xfflen)) == NULL)
+	if (xfflen <= sizeof(h->xffbuf))
+		xff = h->xffbuf;
+	else if ((xff = h->xff = malloc(xfflen)) == NULL)
 		return -1;
 	/* "previous, client" or "client" */
 	n = strlen(s->info.client_addr);
@@ -340,31 +340,51 @@ stream_encode(struct stream *s, uint32_t id, struct evbuffer *out)
 	stream_str(&fields[nf].name, "x-forwarded-proto", 17);
 	stream_str(&fields[nf++].value, "http", 4);
 
-	memset(&wr, 0, sizeof(wr));
-	stream_str(&wr.method, r->method, r->method_len);
-	stream_str(&wr.target, s->info.target, s->info.target_len);
-	stream_str(&wr.deployment, s->info.deployment,
+	memset(wr, 0, sizeof(*wr));
+	stream_str(&wr->method, r->method, r->method_len);
+	stream_str(&wr->target, s->info.target, s->info.target_len);
+	stream_str(&wr->deployment, s->info.deployment,
 	    strlen(s->info.deployment));
-	stream_str(&wr.request_id, s->info.request_id,
+	stream_str(&wr->request_id, s->info.request_id,
 	    strlen(s->info.request_id));
-	wr.deadline_ms = (uint32_t)(s->info.timeout * 1000);
-	wr.fields = fields;
-	wr.nfields = nf;
-	if (!r->has_body) {
-		flags = WIRE_FLAG_END;
+	wr->deadline_ms = (uint32_t)(s->info.timeout * 1000);
+	wr->fields = fields;
+	wr->nfields = nf;
+	/* No body: the head is the whole request (FLAG_END on the wire). */
+	h->end = !r->has_body;
+	if (h->end)
 		s->end_sent = 1;
-	}
-	size = wire_request_size(&wr);
+	return 0;
+}
+
+void
+stream_head_free(struct stream_head *h)
+{
+	free(h->xff);
+	h->xff = NULL;
+}
+
+int
+stream_encode(struct stream *s, uint32_t id, struct evbuffer *out)
+{
+	struct stream_head h;
+	struct evbuffer_iovec iov;
+	size_t size, n;
+	int rv = -1;
+
+	if (stream_head(s, &h) == -1)
+		return -1;
+	size = wire_request_size(&h.wr);
 	if (evbuffer_reserve_space(out, (ev_ssize_t)size, &iov, 1) < 1)
 		goto done;
-	if ((n = wire_encode_request(iov.iov_base, id, flags, &wr)) == 0)
+	if ((n = wire_encode_request(iov.iov_base, id,
+	    h.end ? WIRE_FLAG_END : 0, &h.wr)) == 0)
 		goto done;
 	iov.iov_len = n;
 	evbuffer_commit_space(out, &iov, 1);
 	rv = 0;
 done:
-	if (xff != xffbuf)
-		free(xff);
+	stream_head_free(&h);
 	return rv;
 }
 

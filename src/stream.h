@@ -22,6 +22,7 @@
 #include <stdint.h>
 
 #include "reqlog.h"
+#include "wire.h"
 
 struct evbuffer;
 struct handle;
@@ -136,6 +137,21 @@ void		 stream_attached(struct stream *, const struct stream_carrier *,
 uint32_t	 stream_id(const struct stream *);
 /* Encode the REQUEST frame into out; then send what was buffered. */
 int		 stream_encode(struct stream *, uint32_t id, struct evbuffer *out);
+/*
+ * The same REQUEST as fields, for an edge that needs no frame (the
+ * in-process one): 0, or -1 (out of memory).  Valid until
+ * stream_head_free() or the stream's end.  end: no body follows (and none
+ * will go through the carrier's end).
+ */
+struct stream_head {
+	struct wire_request wr;
+	int		 end;
+	struct wire_field fields[WIRE_MAX_FIELDS];
+	char		 xffbuf[256];
+	char		*xff;		/* when xffbuf was too small */
+};
+int		 stream_head(struct stream *, struct stream_head *);
+void		 stream_head_free(struct stream_head *);
 void		 stream_flush_pending(struct stream *);
 void		 stream_on_response(struct stream *, int status,
 		    const struct wire_field *, unsigned nfields, int end);
