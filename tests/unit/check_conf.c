@@ -568,15 +568,29 @@ static const struct {
 	    "deployments.echo: must be an object" },
 	{ "{" ROUTES ", \"deployments\": {\"echo\": {}}}",
 	    "deployments.echo: needs exactly one of \"spawn\", "
-	    "\"endpoints\" or \"dns\"" },
+	    "\"endpoints\", \"dns\" or \"inproc\"" },
 	{ "{" ROUTES ", \"deployments\": {\"echo\": {\"spawn\": {\"command\":"
 	    " [\"x\"]}, \"endpoints\": [\"127.0.0.1:1\"]}}}",
 	    "deployments.echo: needs exactly one of \"spawn\", "
-	    "\"endpoints\" or \"dns\"" },
+	    "\"endpoints\", \"dns\" or \"inproc\"" },
 	{ "{" ROUTES ", \"deployments\": {\"echo\": {\"dns\": \"a.example:1\","
 	    " \"endpoints\": [\"127.0.0.1:1\"]}}}",
 	    "deployments.echo: needs exactly one of \"spawn\", "
-	    "\"endpoints\" or \"dns\"" },
+	    "\"endpoints\", \"dns\" or \"inproc\"" },
+	{ "{" ROUTES ", \"deployments\": {\"echo\": {\"inproc\": {}}}}",
+	    "deployments.echo.inproc.module: required key missing" },
+	{ "{" ROUTES ", \"deployments\": {\"echo\": {\"inproc\": "
+	    "{\"module\": \"/nonexistent/mod.so\"}}}}",
+	    "deployments.echo.inproc.module: /nonexistent/mod.so: No such "
+	    "file or directory" },
+	{ "{" ROUTES ", \"deployments\": {\"echo\": {\"inproc\": "
+	    "{\"module\": \"Makefile\"}}}}",
+	    "deployments.echo.inproc.module: ./Makefile: invalid ELF "
+	    "header" },
+	{ "{" ROUTES ", \"deployments\": {\"echo\": {\"inproc\": "
+	    "{\"module\": \"/nonexistent.so\", \"args\": [1]}}}}",
+	    "deployments.echo.inproc.module: /nonexistent.so: No such "
+	    "file or directory" },
 	{ "{" ROUTES ", \"deployments\": {\"echo\": {\"dns\": 5}}}",
 	    "deployments.echo.dns: must be \"name:port\" with a DNS name" },
 	{ "{" ROUTES ", \"deployments\": {\"echo\": {\"dns\": "
