@@ -65,7 +65,7 @@ EXAMPLES := $(patsubst replica/examples/%.c,$(BUILD)/replica-%,\
 # word is wrong, for the test that it is refused.
 MODULES	:= $(patsubst replica/examples/%.c,$(BUILD)/mod-%.so,\
 	    $(wildcard replica/examples/*.c))
-TEST_MODULES := $(BUILD)/tests/mod-badabi.so
+TEST_MODULES := $(BUILD)/tests/mod-badabi.so $(BUILD)/tests/mod-block.so
 MOD_CFLAGS = -fPIC -fvisibility=hidden
 
 UNIT_SRC := $(wildcard tests/unit/check_*.c)

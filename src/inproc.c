@@ -90,6 +90,8 @@ inproc_publish(struct inproc *ip)
 	registry_publish_in_flight(ip->st, ip->in_flight);
 }
 
+static void	inproc_park(struct inproc *);
+
 /* The run queue ---------------------------------------------------------- */
 
 void
@@ -123,6 +125,20 @@ inproc_kick_cb(evutil_socket_t fd, short what, void *arg)
 		inproc_unsched(q);
 		inproc_req_run(q);	/* may free q */
 	}
+	if (ip->released && ip->nreqs == 0)
+		inproc_park(ip);
+}
+
+/*
+ * Parked only from the run queue's event, never where it became due: the
+ * last request may end inside the module's own code (a timer of its that
+ * answered), and closing the module there would return into unmapped
+ * code.
+ */
+static void
+inproc_park_later(struct inproc *ip)
+{
+	event_active(ip->kick, EV_READ, 0);
 }
 
 /* Instances: start, park, free ----------------------------------------- */
@@ -222,7 +238,7 @@ inproc_req_gone(struct inproc *ip, struct inproc_req *q)
 	LIST_REMOVE(q, link);
 	ip->nreqs--;
 	if (ip->released && ip->nreqs == 0)
-		inproc_park(ip);
+		inproc_park_later(ip);
 }
 
 static struct inproc_list *
@@ -332,7 +348,7 @@ inproc_release(struct upconn *u)
 		return;
 	ip->released = 1;
 	if (ip->nreqs == 0)
-		inproc_park(ip);
+		inproc_park_later(ip);
 }
 
 static int
