@@ -145,6 +145,10 @@ $(BUILD)/tests/mod-%.so: $(BUILD)/obj/mod/tests/integ/mods/%.o \
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_LDFLAGS) -shared -Wl,-z,defs -o $@ $^ $(PKG_LIBS)
 
+# Objects made by a chain of pattern rules are kept (make would delete
+# them as intermediates and rebuild them next time).
+.SECONDARY:
+
 $(BUILD)/ingressd-host: $(BUILD)/obj/replica/host.o $(REPLICA_LIB)
 	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(LIBS)
 
