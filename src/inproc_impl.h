@@ -53,7 +53,7 @@ struct inproc_req {
 	int64_t		 cancel_code;
 	uint32_t	 deadline_ms;
 	void		*user;
-	struct evbuffer	*in;		/* request body not yet delivered */
+	struct evbuffer	*in;		/* body not yet delivered (or NULL) */
 	struct evbuffer	*body;		/* buffered body (no on_body) */
 	size_t		 body_len;
 	size_t		 unacked;	/* consumed, not credited back */

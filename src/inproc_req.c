@@ -94,10 +94,6 @@ inproc_req_new(struct inproc *ip, struct stream *s, uint32_t id, int *end)
 	stream_head_free(&h);
 	if (q == NULL)
 		return NULL;
-	if ((q->in = evbuffer_new()) == NULL) {
-		free(q);
-		return NULL;
-	}
 	q->ip = ip;
 	q->s = s;
 	q->id = id;
@@ -131,7 +127,8 @@ inproc_req_free(struct inproc_req *q)
 	struct inproc *ip = q->ip;
 
 	(void)inproc_detach(q);
-	evbuffer_free(q->in);
+	if (q->in != NULL)
+		evbuffer_free(q->in);
 	if (q->body != NULL)
 		evbuffer_free(q->body);
 	if (q->pending != NULL)
@@ -192,7 +189,7 @@ inproc_run_body(struct inproc_req *q)
 	struct evbuffer_iovec v;
 	size_t n;
 
-	while (evbuffer_peek(q->in, -1, NULL, &v, 1) > 0) {
+	while (q->in != NULL && evbuffer_peek(q->in, -1, NULL, &v, 1) > 0) {
 		n = v.iov_len;
 		q->body_len += n;
 		q->unacked += n;
@@ -305,6 +302,9 @@ inproc_carrier_data(void *c, uint32_t id, const void *p, size_t n)
 	struct inproc_req *q = c;
 
 	if (q->s == NULL || q->in_end)
+		return;
+	/* Made on the first body byte: most requests have none. */
+	if (q->in == NULL && (q->in = evbuffer_new()) == NULL)
 		return;
 	evbuffer_add(q->in, p, n);
 	inproc_sched(q);
