@@ -43,7 +43,7 @@ DEFS	:= -D_GNU_SOURCE -DLLHTTP_STRICT_MODE=1
 ALL_CFLAGS = -std=c11 $(OPT) $(WARN) $(DEFS) -Isrc -Ireplica \
 	     -I$(LLHTTP_INC_DIR) $(PKG_CFLAGS) -MMD -MP $(CFLAGS)
 ALL_LDFLAGS = $(SANLD) $(LDFLAGS)
-LIBS	= $(PKG_LIBS) -lpthread -lm
+LIBS	= $(PKG_LIBS) -lpthread -lm -ldl
 
 # The daemon: every src/*.c; main.c alone is left out of the library the
 # unit tests link against.
@@ -55,12 +55,23 @@ LLHTTP_OBJ := $(addprefix $(BUILD)/obj/llhttp/,api.o http.o llhttp.o)
 # The replica library (shares src/wire.c) and the example replicas.
 REPLICA_LIB := $(BUILD)/libingressd-replica.a
 REPLICA_OBJ := $(addprefix $(BUILD)/obj/replica/,conn.o req.o listen.o cli.o \
-		etcd.o trailers.o grpc.o) \
+		etcd.o trailers.o grpc.o module.o) \
 	       $(addprefix $(BUILD)/obj/src/,idtab.o net.o sock.o b64.o etcd_kv.o \
 		monotime.o tls.o) \
 	       $(BUILD)/obj/src/wire.o
 EXAMPLES := $(patsubst replica/examples/%.c,$(BUILD)/replica-%,\
 	    $(wildcard replica/examples/*.c))
+# The same handlers as shared modules (replica_module.h): loaded into
+# ingressd ("inproc") or served by ingressd-host; and a module whose ABI
+# word is wrong, for the test that it is refused.
+# grpc-echo has a main of its own (replica_grpc.h's dispatcher over the
+# library), so it is a standalone replica only.
+MAIN_EXAMPLES := grpc-echo
+MODULES	:= $(patsubst replica/examples/%.c,$(BUILD)/mod-%.so,\
+	    $(filter-out $(MAIN_EXAMPLES:%=replica/examples/%.c),\
+	    $(wildcard replica/examples/*.c)))
+TEST_MODULES := $(BUILD)/tests/mod-badabi.so $(BUILD)/tests/mod-block.so
+MOD_CFLAGS = -fPIC -fvisibility=hidden
 
 UNIT_SRC := $(wildcard tests/unit/check_*.c)
 UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
@@ -69,7 +80,8 @@ FUZZ_SRC := $(wildcard tests/fuzz/fuzz_*.c)
 .PHONY: all deps deps-check run check check-only unit python integ asan bench \
 	fuzz fuzz-ci conformance install clean
 
-all: $(BUILD)/ingressd $(REPLICA_LIB) $(EXAMPLES) $(BUILD)/tls/server.pem
+all: $(BUILD)/ingressd $(REPLICA_LIB) $(EXAMPLES) $(MODULES) \
+	$(BUILD)/ingressd-host $(TEST_MODULES) $(BUILD)/tls/server.pem
 
 # conf/tls.json's listener: a self-signed certificate for 127.0.0.1 and
 # localhost, made once (for the tour and the tests; never for production).
@@ -129,7 +141,34 @@ $(REPLICA_LIB): $(REPLICA_OBJ)
 	@rm -f $@
 	ar rcs $@ $^
 
-$(BUILD)/replica-%: $(BUILD)/obj/replica/examples/%.o $(REPLICA_LIB)
+$(BUILD)/replica-%: $(BUILD)/obj/replica/examples/%.o \
+    $(BUILD)/obj/replica/module_main.o $(REPLICA_LIB)
+	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(LIBS)
+
+$(MAIN_EXAMPLES:%=$(BUILD)/replica-%): $(BUILD)/replica-%: \
+    $(BUILD)/obj/replica/examples/%.o $(REPLICA_LIB)
+	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(LIBS)
+
+$(BUILD)/obj/mod/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) $(MOD_CFLAGS) -c -o $@ $<
+
+# -z defs: a module may need only libevent, jansson and libc, never a
+# replica_* symbol from its host (module_shim.c forwards those).
+$(BUILD)/mod-%.so: $(BUILD)/obj/mod/replica/examples/%.o \
+    $(BUILD)/obj/mod/replica/module_shim.o
+	$(CC) $(ALL_LDFLAGS) -shared -Wl,-z,defs -o $@ $^ $(PKG_LIBS)
+
+$(BUILD)/tests/mod-%.so: $(BUILD)/obj/mod/tests/integ/mods/%.o \
+    $(BUILD)/obj/mod/replica/module_shim.o
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_LDFLAGS) -shared -Wl,-z,defs -o $@ $^ $(PKG_LIBS)
+
+# Objects made by a chain of pattern rules are kept (make would delete
+# them as intermediates and rebuild them next time).
+.SECONDARY:
+
+$(BUILD)/ingressd-host: $(BUILD)/obj/replica/host.o $(REPLICA_LIB)
 	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(LIBS)
 
 $(BUILD)/tests/check_%: $(BUILD)/obj/tests/unit/check_%.o $(BUILD)/libingressd.a

@@ -29,7 +29,7 @@ import time
 import urllib.error
 import urllib.request
 
-TARGETS = ["ingressd", "ingressd-http", "haproxy", "nginx-proxy", "h2o",
+TARGETS = ["ingressd", "ingressd-inproc", "ingressd-http", "haproxy", "nginx-proxy", "h2o",
            "nginx-uwsgi", "nginx-direct"]
 STREAM_TARGETS = ["ingressd", "haproxy", "nginx-proxy", "h2o", "direct"]
 TOOLS = ["wrk", "wrk1", "wrk1k", "ab", "abk"]
@@ -39,6 +39,8 @@ REFS = [("nginx-proxy", "x nginx-proxy"), ("haproxy", "x haproxy"),
 TARGET_NOTE = {
     "ingressd": "ingressd /hello -> replica-hello (wire protocol over a "
                 "unix socket, one connection multiplexed)",
+    "ingressd-inproc": "ingressd /hello -> build/mod-hello.so loaded into "
+                       "the worker (\"inproc\": direct calls, no hop)",
     "ingressd-http": "ingressd -> origin nginx (\"protocol\": \"http\", "
                      "keep-alive pool)",
     "haproxy": "HAProxy -> origin nginx (keep-alive, http-reuse always)",
@@ -127,6 +129,28 @@ def cmd_ingressd_http_conf(args):
                 "protocol": "http",
                 "max_ongoing_requests": 1024,
                 "idle_timeout": 60,
+            }
+        },
+    }
+    with open(args.out, "w") as f:
+        json.dump(conf, f, indent=2)
+        f.write("\n")
+    return 0
+
+
+def cmd_ingressd_inproc_conf(args):
+    """ingressd answering /hello itself: the hello module in process."""
+    workers = args.workers if args.workers == "auto" else int(args.workers)
+    conf = {
+        "listen": ["127.0.0.1:%d" % args.port],
+        "workers": workers,
+        "runtime_dir": os.path.abspath(args.runtime_dir),
+        "log_level": "warn",
+        "routes": [{"prefix": "/", "deployment": "hello"}],
+        "deployments": {
+            "hello": {
+                "inproc": {"module": os.path.abspath(args.module)},
+                "max_ongoing_requests": 1024,
             }
         },
     }
@@ -1248,6 +1272,13 @@ def main():
     p.add_argument("--origin", required=True)
     p.add_argument("--out", required=True)
     p.set_defaults(fn=cmd_ingressd_http_conf)
+    p = sub.add_parser("ingressd-inproc-conf")
+    p.add_argument("--port", type=int, required=True)
+    p.add_argument("--runtime-dir", required=True)
+    p.add_argument("--workers", default="1")
+    p.add_argument("--module", required=True)
+    p.add_argument("--out", required=True)
+    p.set_defaults(fn=cmd_ingressd_inproc_conf)
     p = sub.add_parser("replica-pids")
     p.add_argument("admin", help="HOST:PORT of the admin listener")
     p.add_argument("--deployment", help="only this deployment's replicas")

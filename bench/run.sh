@@ -4,6 +4,7 @@
 #
 # Targets, all answering GET /hello with the 12 bytes "Hello world!":
 #   ingressd      build/ingressd -> build/replica-hello (wire protocol, unix)
+#   ingressd-inproc build/ingressd with build/mod-hello.so in process
 #   ingressd-http build/ingressd ("protocol": "http") -> origin nginx
 #   haproxy       HAProxy (http-reuse always) -> origin nginx
 #   nginx-proxy   nginx proxy_pass (upstream keepalive) -> origin nginx
@@ -68,7 +69,7 @@ PY="${PYTHON:-python3} bench/bench.py"
 PIDS=""			# every server we started, stopped on exit
 REPLICA_PIDS=""		# ingressd's children, in case it leaves them behind
 HELLO_PIDS="" SLEEP_PIDS=""
-INGRESSD_PID="" IHTTP_PID="" ORIGIN_PID="" PROXY_PID="" HAPROXY_PID="" H2O_PID=""
+INGRESSD_PID="" IHTTP_PID="" IINPROC_PID="" ORIGIN_PID="" PROXY_PID="" HAPROXY_PID="" H2O_PID=""
 UWSGI_PID="" UNGINX_PID="" SINK_PID="" PERF_PIDS=""
 TMP=""
 
@@ -88,7 +89,8 @@ for t in $TOOLS; do
 	case $t in wrk|wrk1|wrk1k|ab|abk) ;; *) die "TOOLS: unknown '$t'" ;; esac
 done
 for t in $TARGETS; do
-	case $t in ingressd|ingressd-http|haproxy|nginx-proxy|h2o|nginx-uwsgi|\
+	case $t in ingressd|ingressd-inproc|ingressd-http|haproxy|nginx-proxy|\
+	    h2o|nginx-uwsgi|\
 	    nginx-direct) ;;
 	*) die "TARGETS: unknown '$t'" ;; esac
 done
@@ -401,10 +403,24 @@ start_ingressd_http() {
 	check_hello ingressd-http "$IHTTP_PID" "$RAW/ingressd-http.log"
 }
 
+# ingressd answering by itself: the hello module loaded into the worker.
+start_ingressd_inproc() {
+	mkdir -p "$TMP/ingressd-inproc/run"
+	$PY ingressd-inproc-conf --port "$P_INPROC" --workers "$WORKERS" \
+	    --runtime-dir "$TMP/ingressd-inproc/run" \
+	    --module "$BUILD/mod-hello.so" --out "$TMP/ingressd-inproc/bench.json"
+	$PIN_SERVER "$BUILD/ingressd" -c "$TMP/ingressd-inproc/bench.json" \
+	    >"$RAW/ingressd-inproc.log" 2>&1 &
+	IINPROC_PID=$!
+	PIDS="$IINPROC_PID $PIDS"
+	check_hello ingressd-inproc "$IINPROC_PID" "$RAW/ingressd-inproc.log"
+}
+
 # Servers target T needs, started once each.
 start_target() {
 	case $1 in
 	ingressd)	start_ingressd ;;
+	ingressd-inproc) start_ingressd_inproc ;;
 	ingressd-http)	[ $ORIGIN_OK = 1 ] && start_ingressd_http ;;
 	haproxy)	[ $ORIGIN_OK = 1 ] && start_haproxy ;;
 	nginx-proxy)	[ $ORIGIN_OK = 1 ] && start_proxy ;;
@@ -417,6 +433,7 @@ start_target() {
 url_of() {
 	case $1 in
 	ingressd)	echo "http://127.0.0.1:$P_INGRESSD/hello" ;;
+	ingressd-inproc) echo "http://127.0.0.1:$P_INPROC/hello" ;;
 	ingressd-http)	echo "http://127.0.0.1:$P_SPARE/hello" ;;
 	haproxy)	echo "http://127.0.0.1:$P_HAPROXY/hello" ;;
 	nginx-proxy)	echo "http://127.0.0.1:$P_PROXY/hello" ;;
@@ -430,6 +447,7 @@ url_of() {
 proxy_main() {
 	case $1 in
 	ingressd)	echo "$INGRESSD_PID" ;;
+	ingressd-inproc) echo "$IINPROC_PID" ;;
 	ingressd-http)	echo "$IHTTP_PID" ;;
 	haproxy)	echo "$HAPROXY_PID" ;;
 	nginx-proxy)	echo "$PROXY_PID" ;;
@@ -456,7 +474,7 @@ backend_pids() {
 	haproxy|nginx-proxy|h2o|ingressd-http)
 			echo "$ORIGIN_PID" $(pgrep -P "$ORIGIN_PID") ;;
 	nginx-uwsgi)	echo "$UWSGI_PID" $(pgrep -P "$UWSGI_PID") ;;
-	nginx-direct)	;;
+	nginx-direct|ingressd-inproc)	;;
 	esac
 }
 
@@ -690,10 +708,10 @@ TMP=$(mktemp -d /tmp/ingressd-bench.XXXXXX) || die "mktemp failed"
 # nginx's workers run as nobody when we are root: let them read www/.
 chmod 755 "$TMP"
 
-set -- $($PY ports 10)
-[ $# -eq 10 ] || die "could not find 10 free ports"
+set -- $($PY ports 11)
+[ $# -eq 11 ] || die "could not find 11 free ports"
 P_INGRESSD=$1 P_ADMIN=$2 P_PROXY=$3 P_ORIGIN=$4 P_HAPROXY=$5 P_H2O=$6
-P_UNGINX=$7 P_UWSGI=$8 P_SINK=$9 P_SPARE=${10}
+P_UNGINX=$7 P_UWSGI=$8 P_SINK=$9 P_SPARE=${10} P_INPROC=${11}
 
 STREAM_TARGETS=""
 if [ -n "$STREAM" ]; then

@@ -31,6 +31,7 @@
 #include <jansson.h>
 
 #include "conf.h"
+#include "inproc_mod.h"
 #include "net.h"
 #include "tchar.h"
 
@@ -145,6 +146,12 @@ static int	conf_protocol(struct conf_ctx *, const struct conf_key *,
 		    json_t *, void *);
 static int	conf_health(struct conf_ctx *, const struct conf_key *,
 		    json_t *, void *);
+static int	conf_inproc(struct conf_ctx *, const struct conf_key *,
+		    json_t *, void *);
+static int	conf_inproc_module(struct conf_ctx *, const struct conf_key *,
+		    json_t *, void *);
+static int	conf_inproc_args(struct conf_ctx *, const struct conf_key *,
+		    json_t *, void *);
 static int	conf_health_path(struct conf_ctx *, const struct conf_key *,
 		    json_t *, void *);
 static int	conf_tls(struct conf_ctx *, const struct conf_key *, json_t *,
@@ -205,6 +212,7 @@ static const struct conf_key conf_timeouts_keys[] = {
 	{ "queue", conf_seconds, O(queue), 0, 0, 0 },
 	{ "ping_interval", conf_seconds, O(ping_interval), 0, 0, 0 },
 	{ "drain", conf_seconds, O(drain), 0, 0, 0 },
+	{ "worker_stall", conf_seconds, O(worker_stall), 0, 0, 0 },
 	{ NULL, NULL, 0, 0, 0, 0 }
 };
 #undef O
@@ -266,6 +274,7 @@ static const struct conf_key conf_deployment_keys[] = {
 	{ "endpoints", conf_endpoints, 0, 0, 0, 0 },
 	{ "dns", conf_dns, 0, 0, 0, 0 },
 	{ "dns_srv", conf_dns_srv, 0, 0, 0, 0 },
+	{ "inproc", conf_inproc, 0, 0, 0, 0 },
 	{ "max_ongoing_requests", conf_uint, D(max_ongoing), 1, 100000, 0 },
 	{ "queue", conf_uint, D(queue_max), 0, 1000000, 0 },
 	{ "queue_timeout", conf_seconds, D(queue_timeout), 0, 0,
@@ -285,6 +294,12 @@ static const struct conf_key conf_health_keys[] = {
 	{ "path", conf_health_path, 0, 0, 0, CONF_REQUIRED },
 	{ "interval", conf_seconds, D(http.health_interval), 0, 0, 0 },
 	{ "timeout", conf_seconds, D(http.health_timeout), 0, 0, 0 },
+	{ NULL, NULL, 0, 0, 0, 0 }
+};
+
+static const struct conf_key conf_inproc_keys[] = {
+	{ "module", conf_inproc_module, 0, 0, 0, CONF_REQUIRED },
+	{ "args", conf_inproc_args, 0, 0, 0, 0 },
 	{ NULL, NULL, 0, 0, 0, 0 }
 };
 
@@ -1233,7 +1248,7 @@ static int
 conf_deployment(struct conf_ctx *ctx, struct conf_deployment *d,
     const char *name, json_t *v)
 {
-	json_t	*spawn, *endpoints, *dns, *srv;
+	json_t	*spawn, *endpoints, *dns, *srv, *inproc;
 	int	 n;
 
 	if (!conf_name_ok(name))
@@ -1260,13 +1275,20 @@ conf_deployment(struct conf_ctx *ctx, struct conf_deployment *d,
 	endpoints = json_object_get(v, "endpoints");
 	dns = json_object_get(v, "dns");
 	srv = json_object_get(v, "dns_srv");
+	inproc = json_object_get(v, "inproc");
 	n = (spawn != NULL) + (endpoints != NULL) + (dns != NULL) +
-	    (srv != NULL);
+	    (srv != NULL) + (inproc != NULL);
 	if (n != 1)
 		return (conf_error(ctx, "needs exactly one of \"spawn\", "
-		    "\"endpoints\", \"dns\" or \"dns_srv\""));
+		    "\"endpoints\", \"dns\", \"dns_srv\" or \"inproc\""));
+	if (inproc != NULL && json_object_get(v, "protocol") != NULL)
+		return (conf_error(ctx, "\"protocol\" does not apply to "
+		    "\"inproc\" (requests are direct calls)"));
 	d->source = spawn != NULL ? CONF_SPAWN : endpoints != NULL ?
-	    CONF_ENDPOINTS : dns != NULL ? CONF_DNS : CONF_DNS_SRV;
+	    CONF_ENDPOINTS : dns != NULL ? CONF_DNS : srv != NULL ?
+	    CONF_DNS_SRV : CONF_INPROC;
+	if (d->source == CONF_INPROC)
+		d->replicas = 1;	/* one instance in each worker */
 	if (d->source == CONF_ENDPOINTS)
 		d->replicas = d->nendpoints;
 	else if (d->source == CONF_DNS || d->source == CONF_DNS_SRV)
@@ -1360,6 +1382,72 @@ conf_health_path(struct conf_ctx *ctx, const struct conf_key *k, json_t *v,
 	}
 	free(d->http.health_path);
 	d->http.health_path = conf_strdup(s);
+	return (0);
+}
+
+static int
+conf_inproc(struct conf_ctx *ctx, const struct conf_key *k, json_t *v,
+    void *base)
+{
+	struct conf_deployment	*d = base;
+
+	if (conf_walk(ctx, conf_inproc_keys, v, base) == -1)
+		return (-1);
+	if (d->inproc.args == NULL &&
+	    (d->inproc.args = calloc(1, sizeof(*d->inproc.args))) == NULL)
+		abort();
+	return (0);
+}
+
+/*
+ * The module must be there and speak our ABI now: a wrong module is a
+ * conf error (start, -t and reload refuse it), not a replica that never
+ * gets ready.  Its identity is kept, so a reload after a rebuild loads
+ * the new file.
+ */
+static int
+conf_inproc_module(struct conf_ctx *ctx, const struct conf_key *k,
+    json_t *v, void *base)
+{
+	struct conf_deployment	*d = base;
+	const char		*s = json_is_string(v) ? json_string_value(v) : "";
+	char			 msg[512];
+
+	if (*s == '\0' || strlen(s) > 255)
+		return (conf_error(ctx, "must be the path of a module (.so), "
+		    "at most 255 characters"));
+	if (inproc_mod_probe(s, d->inproc.file, sizeof(d->inproc.file), msg,
+	    sizeof(msg)) == -1)
+		return (conf_error(ctx, "%s", msg));
+	free(d->inproc.module);
+	d->inproc.module = conf_strdup(s);
+	return (0);
+}
+
+static int
+conf_inproc_args(struct conf_ctx *ctx, const struct conf_key *k, json_t *v,
+    void *base)
+{
+	struct conf_deployment	*d = base;
+	json_t			*e;
+	size_t			 i, old;
+
+	if (!json_is_array(v) || json_array_size(v) > 64)
+		return (conf_error(ctx, "must be an array of at most 64 "
+		    "strings"));
+	d->inproc.args = calloc(json_array_size(v) + 1,
+	    sizeof(*d->inproc.args));
+	if (d->inproc.args == NULL)
+		abort();
+	json_array_foreach(v, i, e) {
+		old = conf_push_index(ctx, i);
+		if (!json_is_string(e) || json_string_length(e) > 255)
+			return (conf_error(ctx, "must be a string of at most "
+			    "255 characters"));
+		d->inproc.args[i] = conf_strdup(json_string_value(e));
+		d->inproc.nargs++;
+		conf_pop(ctx, old);
+	}
 	return (0);
 }
 
@@ -1677,6 +1765,7 @@ conf_defaults(struct conf *conf)
 	conf->timeouts.queue = 5;
 	conf->timeouts.ping_interval = 5;
 	conf->timeouts.drain = 30;
+	conf->timeouts.worker_stall = 1;
 	conf->handle_idle_ttl = 300;
 	conf->srv_interval = 30;
 	conf->etcd.watch_timeout = 30;
@@ -1794,6 +1883,8 @@ conf_free(struct conf *conf)
 		free(d->http.health_path);
 		free(d->dns);
 		conf_upstream_tls_free(d->tls);
+		free(d->inproc.module);
+		conf_free_strv(d->inproc.args, d->inproc.nargs);
 	}
 	conf_free_strv(conf->nameservers, conf->nnameservers);
 	conf_free_strv(conf->etcd.endpoints, conf->etcd.nendpoints);

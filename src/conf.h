@@ -47,6 +47,8 @@ struct conf_timeouts {
 	double		 queue;		/* wait for a ready replica (503) */
 	double		 ping_interval;	/* idle replica connections are pinged */
 	double		 drain;		/* graceful stop */
+	double		 worker_stall;	/* a worker's loop stuck this long:
+					 * logged (with the inproc module) */
 };
 
 /* A TLS listener (listen entry's "tls"); docs/conf.md. */
@@ -108,6 +110,7 @@ enum conf_source {
 	CONF_ENDPOINTS,			/* a static list of addresses */
 	CONF_DNS,			/* every address of a DNS name */
 	CONF_DNS_SRV,			/* every target of a DNS SRV name */
+	CONF_INPROC,			/* a module loaded into each worker */
 };
 
 /* How ingressd speaks to the replicas (their upstream edge, upconn.h). */
@@ -125,6 +128,16 @@ struct conf_http {
 	unsigned	 max_5xx;	/* this many 5xx in a row: out; 0 off */
 };
 
+/* source inproc: the module (replica_module.h) and its args. */
+struct conf_inproc {
+	char		*module;	/* path as written in the conf */
+	char		**args;		/* NULL-terminated */
+	unsigned	 nargs;
+	char		 file[96];	/* the file's identity at load
+					 * ("dev:ino:mtime:size"): a rebuilt
+					 * module is another endpoint */
+};
+
 struct conf_deployment {
 	char		*name;
 	enum conf_source source;
@@ -136,6 +149,7 @@ struct conf_deployment {
 	unsigned	 nendpoints;
 	char		*dns;		/* dns: "name:port"; dns_srv: the
 					 * SRV name "_svc._tcp.name" */
+	struct conf_inproc inproc;	/* inproc only */
 	unsigned	 max_ongoing;	/* per replica; caps the replica's HELLO */
 	unsigned	 queue_max;	/* requests waiting for a replica */
 	double		 queue_timeout;	/* seconds; 0: conf timeouts.queue */

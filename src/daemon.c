@@ -40,6 +40,7 @@
 #include "etcd.h"
 #include "front.h"
 #include "hup.h"
+#include "inproc.h"
 #include "handle.h"
 #include "log.h"
 #include "metrics.h"
@@ -57,6 +58,7 @@
 
 #define DRAIN_TICK_MS		50
 #define STATUS_EVERY_SEC	5
+#define STALL_EVERY_MS		250
 
 /* Names a registration or a DNS answer changed, on their way to every
  * worker; the last worker to apply them frees them. */
@@ -323,7 +325,8 @@ daemon_start_workers(struct daemon *d, char *err, size_t errlen)
 static int
 daemon_edges(char *err, size_t errlen)
 {
-	if (upstream_register() == -1 || hup_register() == -1) {
+	if (upstream_register() == -1 || hup_register() == -1 ||
+	    inproc_register() == -1) {
 		snprintf(err, errlen, "cannot register the upstream edges");
 		return -1;
 	}
@@ -465,6 +468,68 @@ daemon_watchdog_cb(evutil_socket_t fd, short ev, void *arg)
 		worker_beat(d->workers[i]);
 }
 
+/*
+ * The stall watchdog, for in-process modules: a handler that blocks
+ * stops its worker's loop.  The same beats as the systemd watchdog, every
+ * STALL_EVERY_MS while the conf has an inproc deployment: a worker whose
+ * beat has not run for timeouts.worker_stall is logged once per stall,
+ * with the module it is inside when ingressd called one.  A new beat is
+ * posted only once the last one ran, so a stuck worker's inbox does not
+ * grow.
+ */
+static int
+daemon_has_inproc(const struct conf *conf)
+{
+	unsigned i;
+
+	for (i = 0; i < conf->ndeployments; i++) {
+		if (conf->deployments[i].source == CONF_INPROC)
+			return 1;
+	}
+	return 0;
+}
+
+static void
+daemon_stall_one(struct daemon *d, unsigned i, double now)
+{
+	unsigned b = worker_beats(d->workers[i]);
+	double idle = now - d->stall_since[i];
+	char mod[512];
+
+	if (b != d->stall_beats[i] || d->stall_since[i] == 0) {
+		if (d->stall_told[i])
+			log_info("worker %u: running again after %.1f s", i,
+			    idle);
+		d->stall_beats[i] = b;
+		d->stall_since[i] = now;
+		d->stall_told[i] = 0;
+		worker_beat(d->workers[i]);
+		return;
+	}
+	if (d->stall_told[i] || idle < d->conf->timeouts.worker_stall)
+		return;
+	d->stall_told[i] = 1;
+	if (inproc_running(i, mod, sizeof(mod)))
+		log_warnx("worker %u stalled for %.1f s inside inproc module "
+		    "%s: every request on the worker waits", i, idle, mod);
+	else
+		log_warnx("worker %u stalled for %.1f s (not inside a call "
+		    "into an inproc module)", i, idle);
+}
+
+static void
+daemon_stall_cb(evutil_socket_t fd, short ev, void *arg)
+{
+	struct daemon *d = arg;
+	double now = monotime_now();
+	unsigned i;
+
+	if (d->stopping || !daemon_has_inproc(d->conf))
+		return;
+	for (i = 0; i < d->started; i++)
+		daemon_stall_one(d, i, now);
+}
+
 void
 daemon_timers(struct daemon *d)
 {
@@ -472,9 +537,14 @@ daemon_timers(struct daemon *d)
 	uint64_t usec = sdnotify_watchdog_usec();
 	unsigned i;
 
+	struct timeval stall = { 0, STALL_EVERY_MS * 1000 };
+
 	d->status_ev = event_new(d->base, -1, EV_PERSIST, daemon_status_cb, d);
 	if (d->status_ev != NULL)
 		evtimer_add(d->status_ev, &status);
+	d->stall_ev = event_new(d->base, -1, EV_PERSIST, daemon_stall_cb, d);
+	if (d->stall_ev != NULL)
+		evtimer_add(d->stall_ev, &stall);
 	if (usec == 0)
 		return;
 	/* Ping at half the interval, as sd_watchdog_enabled(3) advises. */
@@ -626,6 +696,8 @@ daemon_stop(struct daemon *d)
 		event_free(d->watchdog_ev);
 	if (d->status_ev != NULL)
 		event_free(d->status_ev);
+	if (d->stall_ev != NULL)
+		event_free(d->stall_ev);
 }
 
 static int

@@ -46,6 +46,12 @@ struct daemon {
 	struct event	*watchdog_ev;
 	struct event	*status_ev;
 	unsigned	 beats[CONF_MAX_WORKERS];
+	/* The stall watchdog (timeouts.worker_stall): per worker, the beats
+	 * seen last, since when they have not moved, and whether said. */
+	struct event	*stall_ev;
+	unsigned	 stall_beats[CONF_MAX_WORKERS];
+	double		 stall_since[CONF_MAX_WORKERS];
+	int		 stall_told[CONF_MAX_WORKERS];
 	/* Called when every reload has reached every worker: reload.c
 	 * tells the daemon through this hook rather than calling up. */
 	void		(*ready)(struct daemon *);

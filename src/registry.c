@@ -24,7 +24,7 @@ static const char *estate_names[REG_E_NSTATES] = {
 };
 
 static const char *source_names[] = { "spawn", "endpoints", "dns",
-    "dns_srv" };
+    "dns_srv", "inproc" };
 
 void
 registry_strv_free(char **v, unsigned n)
@@ -185,7 +185,8 @@ registry_same_endpoint(const struct reg_endpoint *ep, const char *text,
 	const struct reg_http *a = &ep->http, *b = &o->http;
 
 	if (strcmp(ep->addr.text, text) != 0 ||
-	    strcmp(ep->protocol, o->protocol) != 0)
+	    strcmp(ep->protocol, o->protocol) != 0 ||
+	    memcmp(&ep->inproc, &o->inproc, sizeof(o->inproc)) != 0)
 		return 0;
 	return strcmp(a->health_path, b->health_path) == 0 &&
 	    a->health_interval == b->health_interval &&
@@ -223,13 +224,17 @@ registry_plan_endpoint(struct registry *r, struct reg_endpoint ***fresh,
 		return NULL;
 	}
 	*fresh = nf;
-	if (net_addr_parse(text, &ep->addr, err, errlen) == -1) {
+	/* An in-process module has no address: the text names it. */
+	if (strcmp(opts->protocol, "inproc") == 0)
+		snprintf(ep->addr.text, sizeof(ep->addr.text), "%s", text);
+	else if (net_addr_parse(text, &ep->addr, err, errlen) == -1) {
 		registry_endpoint_free(ep);
 		return NULL;
 	}
 	snprintf(ep->id, sizeof(ep->id), "%s", id);
 	memcpy(ep->protocol, opts->protocol, sizeof(ep->protocol));
 	ep->http = opts->http;
+	ep->inproc = opts->inproc;
 	nf[(*nfresh)++] = ep;
 	return ep;
 }

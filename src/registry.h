@@ -69,12 +69,25 @@ struct reg_http {
 	int		 prewarm;		/* keep a connection open ahead */
 };
 
+/*
+ * source inproc (src/inproc.c): the module and its args; with the
+ * module file's identity, part of the endpoint's identity (a reload that
+ * changes any of them gives a new instance on the new module).
+ */
+struct reg_inproc {
+	char		 module[256];
+	char		 args[1024];	/* each NUL-terminated, back to back */
+	unsigned	 nargs;
+	char		 file[96];	/* conf_inproc.file */
+};
+
 struct reg_endpoint {
-	struct net_addr	 addr;
+	struct net_addr	 addr;		/* inproc: only text, "inproc:MODULE" */
 	char		 id[64];	/* replica id: "echo-0" or the address */
 	char		 protocol[8];	/* its upstream edge (upconn.h): "wire"
 					 * when empty, "http" */
 	struct reg_http	 http;		/* protocol "http" only */
+	struct reg_inproc inproc;	/* protocol "inproc" only */
 	_Atomic unsigned max_ongoing;	/* cap from the conf; a reload may
 					 * change it for the next connection */
 	/* Live figures: written only through registry_publish_* (below and

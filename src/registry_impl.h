@@ -17,8 +17,9 @@
 
 /* How a deployment's endpoints are spoken to (registry_plan_endpoint). */
 struct reg_epopts {
-	char		 protocol[8];	/* "" (wire) or "http" */
+	char		 protocol[8];	/* "" (wire), "http" or "inproc" */
 	struct reg_http	 http;
+	struct reg_inproc inproc;
 };
 
 struct reg_deployment {

@@ -41,11 +41,37 @@ struct reg_plan {
 
 static char	*registry_argv_text(const struct conf_deployment *);
 
+/* An inproc deployment's module, args (truncated to what fits: the conf
+ * bounds them) and file identity. */
+static void
+registry_conf_inproc(const struct conf_deployment *cd, struct reg_epopts *o)
+{
+	struct reg_inproc *ip = &o->inproc;
+	size_t off = 0, n;
+	unsigned i;
+
+	memcpy(o->protocol, "inproc", 7);
+	snprintf(ip->module, sizeof(ip->module), "%s", cd->inproc.module);
+	snprintf(ip->file, sizeof(ip->file), "%s", cd->inproc.file);
+	for (i = 0; i < cd->inproc.nargs; i++) {
+		n = strlen(cd->inproc.args[i]) + 1;
+		if (off + n > sizeof(ip->args))
+			break;
+		memcpy(ip->args + off, cd->inproc.args[i], n);
+		off += n;
+		ip->nargs++;
+	}
+}
+
 /* How the deployment's endpoints are spoken to, from its conf. */
 static void
 registry_conf_opts(const struct conf_deployment *cd, struct reg_epopts *o)
 {
 	memset(o, 0, sizeof(*o));
+	if (cd->source == CONF_INPROC) {
+		registry_conf_inproc(cd, o);
+		return;
+	}
 	if (cd->protocol != CONF_PROTO_HTTP)
 		return;
 	memcpy(o->protocol, "http", 5);
@@ -71,6 +97,8 @@ registry_opts_text(const struct conf_deployment *cd)
 	registry_conf_opts(cd, &o);
 	if (o.protocol[0] == '\0')
 		return strdup("");
+	if (cd->source == CONF_INPROC)
+		return strdup("");	/* the argv text says it all */
 	if (asprintf(&s, "\n#http %s %g %g %g %u %d", o.http.health_path,
 	    o.http.health_interval, o.http.health_timeout,
 	    o.http.idle_timeout, o.http.max_5xx, o.http.prewarm) == -1)
@@ -95,6 +123,27 @@ registry_command(const struct conf_deployment *cd)
 	return s;
 }
 
+/* Module, file identity and args, one a line. */
+static char *
+registry_inproc_text(const struct conf_deployment *cd)
+{
+	char *s, *t;
+	unsigned i;
+
+	if (asprintf(&s, "inproc\n%s\n%s", cd->inproc.module,
+	    cd->inproc.file) == -1)
+		return NULL;
+	for (i = 0; i < cd->inproc.nargs; i++) {
+		if (asprintf(&t, "%s\n%s", s, cd->inproc.args[i]) == -1) {
+			free(s);
+			return NULL;
+		}
+		free(s);
+		s = t;
+	}
+	return s;
+}
+
 static char *
 registry_argv_text(const struct conf_deployment *cd)
 {
@@ -103,6 +152,8 @@ registry_argv_text(const struct conf_deployment *cd)
 
 	if (cd->source == CONF_DNS || cd->source == CONF_DNS_SRV)
 		return strdup(cd->dns);
+	if (cd->source == CONF_INPROC)
+		return registry_inproc_text(cd);
 	if (cd->source != CONF_SPAWN)
 		return strdup("");
 	for (i = 0; cd->command[i] != NULL; i++)
@@ -128,6 +179,8 @@ registry_same_endpoints(const struct reg_deployment *d,
 	if (cd->source == CONF_SPAWN)
 		return strcmp(d->command, command) == 0 &&
 		    d->replicas == cd->replicas;
+	if (cd->source == CONF_INPROC)
+		return strcmp(d->command, command) == 0;
 	if (cd->source == CONF_DNS || cd->source == CONF_DNS_SRV ||
 	    strcmp(d->command, command) != 0)
 		return strcmp(d->command, command) == 0;
@@ -232,7 +285,8 @@ registry_plan_endpoints(struct registry *r, struct reg_plan *p,
 	registry_conf_opts(cd, &opts);
 	/* dns: none until src/dns.c has an answer. */
 	n = cd->source == CONF_SPAWN ? cd->replicas :
-	    cd->source == CONF_ENDPOINTS ? cd->nendpoints : 0;
+	    cd->source == CONF_ENDPOINTS ? cd->nendpoints :
+	    cd->source == CONF_INPROC ? 1 : 0;
 	if ((p->eps = calloc(n ? n : 1, sizeof(*p->eps))) == NULL) {
 		snprintf(err, errlen, "out of memory");
 		return -1;
@@ -241,6 +295,14 @@ registry_plan_endpoints(struct registry *r, struct reg_plan *p,
 		if (cd->source == CONF_ENDPOINTS) {
 			snprintf(addr, sizeof(addr), "%s", cd->endpoints[i]);
 			snprintf(id, sizeof(id), "%s", cd->endpoints[i]);
+		} else if (cd->source == CONF_INPROC) {
+			snprintf(addr, sizeof(addr), "inproc:%s",
+			    cd->inproc.module);
+			if (p->gen <= 1)
+				snprintf(id, sizeof(id), "%s-0", cd->name);
+			else
+				snprintf(id, sizeof(id), "%s-0.g%u", cd->name,
+				    p->gen);
 		} else if (cd->protocol == CONF_PROTO_HTTP) {
 			if (registry_http_port(p, i, addr, sizeof(addr),
 			    msg, sizeof(msg)) == -1) {
@@ -298,7 +360,8 @@ registry_plan_one(struct registry *r, struct reg_plan *p,
 	    strcmp(p->old->command, p->command) == 0)
 		p->gen = p->old->gen;
 	else
-		p->gen = cd->source == CONF_SPAWN ?
+		p->gen = cd->source == CONF_SPAWN ||
+		    cd->source == CONF_INPROC ?
 		    registry_next_gen(r, cd->name) : 0;
 	if (p->kind == PLAN_NEW &&
 	    (p->dep = registry_deployment_new(r, cd->name)) == NULL)

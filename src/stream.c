@@ -245,11 +245,6 @@ stream_field_get(const void *src, unsigned i, struct hfield *out)
 	out->value_len = f->value_len;
 }
 
-/* The forwarded fields, collected into the REQUEST's field array. */
-struct stream_fields {
-	struct wire_field fields[WIRE_MAX_FIELDS];
-	unsigned	 n;
-};
 
 static void
 stream_field_put(void *arg, const struct hfield *f)
@@ -263,53 +258,69 @@ stream_field_put(void *arg, const struct hfield *f)
 /*
  * The REQUEST head: the fields hfield_forward picks (the client's
  * end-to-end fields; X-Forwarded-For, X-Forwarded-Proto and, only from a
- * verified client certificate, X-Client-Cert-Subject), and our own.
+ * verified client certificate, X-Client-Cert-Subject), and our own.  What
+ * points into h stays valid while h and the stream do.
  */
 int
-stream_encode(struct stream *s, uint32_t id, struct evbuffer *out)
+stream_head(struct stream *s, struct stream_head *h)
 {
 	const struct http1_request *r = s->info.req;
-	struct stream_fields sf;
 	struct hfield_req hr = { stream_field_get, r->fields, r->nfields,
 	    r->host, r->host_len, s->info.client_addr,
 	    s->info.https ? "https" : "http", s->info.client_subject };
-	struct hfield_out ho;
-	struct wire_request wr;
+	struct stream_fields *sf = &h->sf;
+	struct wire_request *wr = &h->wr;
+
+	sf->n = 0;
+	h->ho.emit = stream_field_put;
+	h->ho.arg = sf;
+	h->ho.max = WIRE_MAX_FIELDS;
+	if (hfield_forward(&hr, &h->ho) == -1)
+		return -1;
+	memset(wr, 0, sizeof(*wr));
+	stream_str(&wr->method, r->method, r->method_len);
+	stream_str(&wr->target, s->info.target, s->info.target_len);
+	stream_str(&wr->deployment, s->info.deployment,
+	    strlen(s->info.deployment));
+	stream_str(&wr->request_id, s->info.request_id,
+	    strlen(s->info.request_id));
+	wr->deadline_ms = (uint32_t)(s->info.timeout * 1000);
+	wr->fields = sf->fields;
+	wr->nfields = sf->n;
+	/* No body: the head is the whole request (FLAG_END on the wire). */
+	h->end = !r->has_body;
+	if (h->end)
+		s->end_sent = 1;
+	return 0;
+}
+
+void
+stream_head_free(struct stream_head *h)
+{
+	hfield_out_free(&h->ho);
+}
+
+int
+stream_encode(struct stream *s, uint32_t id, struct evbuffer *out)
+{
+	struct stream_head h;
 	struct evbuffer_iovec iov;
 	size_t size, n;
-	uint8_t flags = 0;
 	int rv = -1;
 
-	sf.n = 0;
-	ho.emit = stream_field_put;
-	ho.arg = &sf;
-	ho.max = WIRE_MAX_FIELDS;
-	if (hfield_forward(&hr, &ho) == -1)
+	if (stream_head(s, &h) == -1)
 		return -1;
-	memset(&wr, 0, sizeof(wr));
-	stream_str(&wr.method, r->method, r->method_len);
-	stream_str(&wr.target, s->info.target, s->info.target_len);
-	stream_str(&wr.deployment, s->info.deployment,
-	    strlen(s->info.deployment));
-	stream_str(&wr.request_id, s->info.request_id,
-	    strlen(s->info.request_id));
-	wr.deadline_ms = (uint32_t)(s->info.timeout * 1000);
-	wr.fields = sf.fields;
-	wr.nfields = sf.n;
-	if (!r->has_body) {
-		flags = WIRE_FLAG_END;
-		s->end_sent = 1;
-	}
-	size = wire_request_size(&wr);
+	size = wire_request_size(&h.wr);
 	if (evbuffer_reserve_space(out, (ev_ssize_t)size, &iov, 1) < 1)
 		goto done;
-	if ((n = wire_encode_request(iov.iov_base, id, flags, &wr)) == 0)
+	if ((n = wire_encode_request(iov.iov_base, id,
+	    h.end ? WIRE_FLAG_END : 0, &h.wr)) == 0)
 		goto done;
 	iov.iov_len = n;
 	evbuffer_commit_space(out, &iov, 1);
 	rv = 0;
 done:
-	hfield_out_free(&ho);
+	stream_head_free(&h);
 	return rv;
 }
 

@@ -21,7 +21,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "hfield.h"
 #include "reqlog.h"
+#include "wire.h"
 
 struct evbuffer;
 struct handle;
@@ -143,6 +145,24 @@ void		 stream_attached(struct stream *, const struct stream_carrier *,
 uint32_t	 stream_id(const struct stream *);
 /* Encode the REQUEST frame into out; then send what was buffered. */
 int		 stream_encode(struct stream *, uint32_t id, struct evbuffer *out);
+/*
+ * The same REQUEST as fields, for an edge that needs no frame (the
+ * in-process one): 0, or -1 (out of memory).  Valid until
+ * stream_head_free() or the stream's end.  end: no body follows (and none
+ * will go through the carrier's end).
+ */
+struct stream_fields {
+	struct wire_field fields[WIRE_MAX_FIELDS];
+	unsigned	 n;
+};
+struct stream_head {
+	struct wire_request wr;
+	int		 end;
+	struct stream_fields sf;	/* the forwarded fields */
+	struct hfield_out ho;		/* X-Forwarded-For's value lives here */
+};
+int		 stream_head(struct stream *, struct stream_head *);
+void		 stream_head_free(struct stream_head *);
 void		 stream_flush_pending(struct stream *);
 void		 stream_on_response(struct stream *, int status,
 		    const struct wire_field *, unsigned nfields, int end);

@@ -23,7 +23,7 @@
 #include <event2/event.h>
 #include <jansson.h>
 
-#include "replica.h"
+#include "replica_module.h"
 
 #define BODY_MAX	65536
 
@@ -238,14 +238,11 @@ echo_cancel(struct replica_req *q, void *arg)
 		echo_free(q, e);
 }
 
-int
-main(int argc, char **argv)
-{
-	static const struct replica_handler h = {
-		.on_request = echo_request,
-		.on_body = echo_body_piece,
-		.on_end = echo_end,
-		.on_cancel = echo_cancel,
-	};
-	return replica_main("replica-echo", argc, argv, &h, NULL);
-}
+static const struct replica_handler echo_handler = {
+	.on_request = echo_request,
+	.on_body = echo_body_piece,
+	.on_end = echo_end,
+	.on_cancel = echo_cancel,
+};
+
+REPLICA_MODULE("echo", &echo_handler, NULL, NULL);

@@ -10,7 +10,7 @@
 
 #include <event2/event.h>
 
-#include "replica.h"
+#include "replica_module.h"
 
 static const char *const hello_hdrs[] = {
 	"content-type", "text/plain",
@@ -31,12 +31,10 @@ hello_body(struct replica_req *q, const void *p, size_t n, void *arg)
 {
 }
 
-int
-main(int argc, char **argv)
-{
-	static const struct replica_handler h = {
-		.on_request = hello_request,
-		.on_body = hello_body,
-	};
-	return replica_main("replica-hello", argc, argv, &h, NULL);
-}
+static const struct replica_handler hello_handler = {
+	.on_request = hello_request,
+	.on_body = hello_body,
+};
+
+/* build/replica-hello with module_main.c, build/mod-hello.so with the shim. */
+REPLICA_MODULE("hello", &hello_handler, NULL, NULL);

@@ -23,6 +23,7 @@
  * timer and frees everything.  Bad parameters get 400.
  */
 #include <errno.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,7 +33,7 @@
 
 #include <event2/event.h>
 
-#include "replica.h"
+#include "replica_module.h"
 
 #define MS_MAX		600000
 #define CHUNKS_MAX	100000
@@ -484,18 +485,40 @@ sleep_cancel(struct replica_req *q, void *arg)
 		nap_free(n);
 }
 
-int
-main(int argc, char **argv)
+static void
+pattern_fill(void)
 {
-	static const struct replica_handler h = {
-		.on_request = sleep_request,
-		.on_body = sleep_body,
-		.on_end = sleep_end,
-		.on_cancel = sleep_cancel,
-		.on_writable = sleep_writable,
-	};
-	static struct stats	 st;
-
 	memset(pattern, 'x', sizeof pattern);
-	return replica_main("replica-sleep", argc, argv, &h, &st);
 }
+
+/* The counters are per instance: per process out of ingressd, per worker
+ * in it (instances run on several threads: pattern is filled once). */
+static int
+sleep_init(struct replica *r, int argc, char *const *argv, void **arg,
+    char *err, size_t errlen)
+{
+	static pthread_once_t once = PTHREAD_ONCE_INIT;
+
+	if ((*arg = calloc(1, sizeof(struct stats))) == NULL) {
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
+	pthread_once(&once, pattern_fill);
+	return 0;
+}
+
+static void
+sleep_fini(void *arg)
+{
+	free(arg);
+}
+
+static const struct replica_handler sleep_handler = {
+	.on_request = sleep_request,
+	.on_body = sleep_body,
+	.on_end = sleep_end,
+	.on_cancel = sleep_cancel,
+	.on_writable = sleep_writable,
+};
+
+REPLICA_MODULE("sleep", &sleep_handler, sleep_init, sleep_fini);

@@ -529,6 +529,32 @@ def spawn(kind, replicas=2, **extra):
 	return d
 
 
+# How the example replicas of a conf run (test_inproc_parity.py sets it):
+# "wire" as build/replica-KIND processes; "inproc" as build/mod-KIND.so
+# loaded into ingressd; "hosted" as the same .so served over the wire by
+# build/ingressd-host.  Applied to the whole conf a test builds.
+REPLICA_MODE = {"mode": "wire"}
+
+
+def apply_replica_mode(c, mode=None):
+	"""Rewrite spawn deployments of build/replica-KIND for the mode."""
+	mode = mode or REPLICA_MODE["mode"]
+	if mode == "wire":
+		return c
+	prefix = binary("replica-")
+	for name, dep in c.get("deployments", {}).items():
+		cmd = dep.get("spawn", {}).get("command", [])
+		if len(cmd) != 1 or not cmd[0].startswith(prefix):
+			continue
+		module = binary("mod-%s.so" % cmd[0][len(prefix):])
+		if mode == "inproc":
+			del dep["spawn"]
+			dep["inproc"] = {"module": module}
+		else:
+			dep["spawn"]["command"] = [binary("ingressd-host"), module]
+	return c
+
+
 def base_conf():
 	"""The default conf (conf/ingressd.json) shape, with ports, paths and
 	drain filled in by Daemon."""
@@ -580,6 +606,7 @@ class Daemon:
 		c = copy.deepcopy(conf) if conf is not None else base_conf()
 		if overrides:
 			c = deep_merge(c, overrides)
+		c = apply_replica_mode(c)
 		c.setdefault("listen", ["127.0.0.1:%d" % self.port])
 		if admin:
 			c.setdefault("admin", "127.0.0.1:%d" % self.admin_port)

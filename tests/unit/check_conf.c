@@ -625,15 +625,15 @@ static const struct {
 	    "deployments.echo: must be an object" },
 	{ "{" ROUTES ", \"deployments\": {\"echo\": {}}}",
 	    "deployments.echo: needs exactly one of \"spawn\", "
-	    "\"endpoints\", \"dns\" or \"dns_srv\"" },
+	    "\"endpoints\", \"dns\", \"dns_srv\" or \"inproc\"" },
 	{ "{" ROUTES ", \"deployments\": {\"echo\": {\"spawn\": {\"command\":"
 	    " [\"x\"]}, \"endpoints\": [\"127.0.0.1:1\"]}}}",
 	    "deployments.echo: needs exactly one of \"spawn\", "
-	    "\"endpoints\", \"dns\" or \"dns_srv\"" },
+	    "\"endpoints\", \"dns\", \"dns_srv\" or \"inproc\"" },
 	{ "{" ROUTES ", \"deployments\": {\"echo\": {\"dns\": \"a.example:1\","
 	    " \"endpoints\": [\"127.0.0.1:1\"]}}}",
 	    "deployments.echo: needs exactly one of \"spawn\", "
-	    "\"endpoints\", \"dns\" or \"dns_srv\"" },
+	    "\"endpoints\", \"dns\", \"dns_srv\" or \"inproc\"" },
 	{ "{" ROUTES ", \"deployments\": {\"echo\": {\"dns_srv\": "
 	    "\"a.example:1\"}}}",
 	    "deployments.echo.dns_srv: must be an SRV name "
@@ -642,6 +642,20 @@ static const struct {
 	    "\"deployments\": {}}",
 	    "resolver.srv_interval: must be a number of seconds > 0 and "
 	    "<= 86400" },
+	{ "{" ROUTES ", \"deployments\": {\"echo\": {\"inproc\": {}}}}",
+	    "deployments.echo.inproc.module: required key missing" },
+	{ "{" ROUTES ", \"deployments\": {\"echo\": {\"inproc\": "
+	    "{\"module\": \"/nonexistent/mod.so\"}}}}",
+	    "deployments.echo.inproc.module: /nonexistent/mod.so: No such "
+	    "file or directory" },
+	{ "{" ROUTES ", \"deployments\": {\"echo\": {\"inproc\": "
+	    "{\"module\": \"Makefile\"}}}}",
+	    "deployments.echo.inproc.module: ./Makefile: invalid ELF "
+	    "header" },
+	{ "{" ROUTES ", \"deployments\": {\"echo\": {\"inproc\": "
+	    "{\"module\": \"/nonexistent.so\", \"args\": [1]}}}}",
+	    "deployments.echo.inproc.module: /nonexistent.so: No such "
+	    "file or directory" },
 	{ "{" ROUTES ", \"deployments\": {\"echo\": {\"dns\": 5}}}",
 	    "deployments.echo.dns: must be \"name:port\" with a DNS name" },
 	{ "{" ROUTES ", \"deployments\": {\"echo\": {\"dns\": "

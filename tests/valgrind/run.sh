@@ -5,7 +5,8 @@
 #
 # Builds nothing: uses build/ingressd and build/replica-* (make all).  A
 # directory build/valgrind/ stands in for build/: its `ingressd` is a script
-# that execs valgrind on the real binary, its replica-* are links to the real
+# that execs valgrind on the real binary, its replica-*, mod-*.so (loaded
+# into ingressd: under valgrind with it) and ingressd-host are links to the real
 # ones (replicas are not under valgrind), and BUILD=build/valgrind points the
 # unchanged harness at it.  Each ingressd run writes build/valgrind/vg/PID.log
 # and exits 99 on any memcheck error or definite/indirect leak, which the
@@ -22,8 +23,13 @@ command -v valgrind >/dev/null 2>&1 || { echo "valgrind: not installed" >&2; exi
 
 rm -rf "$VG/vg"
 mkdir -p "$VG/vg" || exit 1
-for r in build/replica-*; do
+for r in build/replica-* build/mod-*.so build/ingressd-host; do
 	ln -sf "$ROOT/$r" "$VG/$(basename "$r")"
+done
+# Test modules (a wrong ABI, a blocking handler) under tests/.
+mkdir -p "$VG/tests"
+for r in build/tests/mod-*.so; do
+	[ -e "$r" ] && ln -sf "$ROOT/$r" "$VG/tests/$(basename "$r")"
 done
 cat >"$VG/ingressd" <<EOF
 #!/bin/sh
@@ -45,7 +51,9 @@ if [ $# -eq 0 ]; then
 	    -k test_proxy_streaming -k test_resilience_failover.Supervisor \
 	    -k test_ops_stop.SignalStop -k test_ops_admin -k test_admin \
 	    -k test_hostile_smuggling \
-	    -k test_hostile_limits -k test_body_stall -k never_read
+	    -k test_hostile_limits -k test_body_stall -k never_read \
+	    -k test_inproc.Names -k test_inproc.Reload \
+	    -k test_inproc_parity.EchoInproc
 fi
 
 BUILD=$VG python3 tests/integ/run.py -t 180 "$@"
