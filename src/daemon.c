@@ -39,6 +39,7 @@
 #include "dnssrv.h"
 #include "etcd.h"
 #include "front.h"
+#include "h2up.h"
 #include "hup.h"
 #include "handle.h"
 #include "log.h"
@@ -290,7 +291,8 @@ daemon_start_workers(struct daemon *d, char *err, size_t errlen)
 static int
 daemon_edges(char *err, size_t errlen)
 {
-	if (upstream_register() == -1 || hup_register() == -1) {
+	if (upstream_register() == -1 || hup_register() == -1 ||
+	    h2up_register() == -1) {
 		snprintf(err, errlen, "cannot register the upstream edges");
 		return -1;
 	}

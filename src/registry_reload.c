@@ -45,6 +45,8 @@ static void
 registry_conf_opts(const struct conf_deployment *cd, struct reg_epopts *o)
 {
 	memset(o, 0, sizeof(*o));
+	if (cd->protocol == CONF_PROTO_H2C)
+		memcpy(o->protocol, "h2c", 4);
 	if (cd->protocol != CONF_PROTO_HTTP)
 		return;
 	memcpy(o->protocol, "http", 5);
@@ -70,7 +72,8 @@ registry_opts_text(const struct conf_deployment *cd)
 	registry_conf_opts(cd, &o);
 	if (o.protocol[0] == '\0')
 		return strdup("");
-	if (asprintf(&s, "\n#http %s %g %g %g %u %d", o.http.health_path,
+	if (asprintf(&s, "\n#%s %s %g %g %g %u %d", o.protocol,
+	    o.http.health_path,
 	    o.http.health_interval, o.http.health_timeout,
 	    o.http.idle_timeout, o.http.max_5xx, o.http.prewarm) == -1)
 		return NULL;
@@ -215,7 +218,7 @@ registry_plan_endpoints(struct registry *r, struct reg_plan *p,
 		if (cd->source == CONF_ENDPOINTS) {
 			snprintf(addr, sizeof(addr), "%s", cd->endpoints[i]);
 			snprintf(id, sizeof(id), "%s", cd->endpoints[i]);
-		} else if (cd->protocol == CONF_PROTO_HTTP) {
+		} else if (cd->protocol != CONF_PROTO_WIRE) {
 			if (registry_http_port(p, i, addr, sizeof(addr),
 			    msg, sizeof(msg)) == -1) {
 				snprintf(err, errlen, "deployments.%s: %s",
