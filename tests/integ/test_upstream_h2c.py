@@ -174,17 +174,16 @@ class GrpcUpstream(unittest.TestCase):
 			self.assertEqual(e.exception.code(),
 			    grpc.StatusCode.UNAVAILABLE)
 			a.proc.wait()
-			# Back once a server listens there again.
-			with Backend("a2") as a2:
-				pass
 			wait_until(lambda: d.deployments()["g"]["replicas"][0]
-			    ["state"] != "ready", timeout=5)
+			    ["state"] != "ready", timeout=5,
+			    what="the replica out of rotation")
 
 	@timeout(60)
 	def test_goaway_in_flight_finish_new_go_elsewhere(self):
 		with Backend("a") as a, Backend("b") as b, Daemon(
 		    conf=h2c_conf(a.address, b.address)) as d:
 			ch = self.channel(d)
+			self.call(ch, "Who")	# resolves the name: both warm
 			wait_until(lambda: all(r["state"] == "ready" for r in
 			    d.deployments()["g"]["replicas"]), timeout=5)
 			futs = [ch.unary_unary("/t.S/Slow").future(b"1.5",
@@ -200,6 +199,47 @@ class GrpcUpstream(unittest.TestCase):
 				self.assertIn(f.result(timeout=10), (b"a", b"b"))
 			self.assertEqual(sum(1 for ln in a.lines()
 			    if ln.startswith("finished")), na)
+
+
+NGHTTPD = "/usr/sbin/nghttpd"
+
+
+@unittest.skipIf(not os.access(NGHTTPD, os.X_OK), "nghttp2-server missing")
+class PlainHttpOverH2c(unittest.TestCase):
+
+	@timeout(30)
+	def test_http1_client_to_nghttpd(self):
+		"""nghttpd (cleartext HTTP/2 only) serves a file; an HTTP/1.1
+		client gets it through ingressd, body and status intact, many
+		requests on the one upstream connection."""
+		root = harness.log_path("nghttpd")[:-4] + ".root"
+		os.makedirs(root, exist_ok=True)
+		body = os.urandom(300000)
+		with open(os.path.join(root, "f.bin"), "wb") as f:
+			f.write(body)
+		port = free_port()
+		log = open(harness.log_path("nghttpd"), "wb")
+		proc = subprocess.Popen([NGHTTPD, "--no-tls", "-d", root,
+		    "-a", "127.0.0.1", str(port)], stdout=log, stderr=log,
+		    stdin=subprocess.DEVNULL)
+		harness._register(proc)
+		self.addCleanup(harness.stop_proc, proc)
+		c = base_conf()
+		c["deployments"] = {"web": {"endpoints": ["127.0.0.1:%d" % port],
+		    "protocol": "h2c"}}
+		c["routes"] = [{"prefix": "/web", "deployment": "web",
+		    "strip_prefix": True}]
+		with Daemon(conf=c) as d:
+			wait_until(lambda: d.request("GET", "/web/f.bin").status
+			    == 200, timeout=5)
+			with d.conn() as conn:
+				for _ in range(20):
+					r = conn.request("GET", "/web/f.bin")
+					self.assertEqual(r.status, 200)
+					self.assertEqual(r.body, body)
+				r = conn.request("GET", "/web/none")
+				self.assertEqual(r.status, 404)
+			self.assertEqual(tcp_conns_to(port), 1)
 
 
 if __name__ == "__main__":
