@@ -21,7 +21,8 @@ if [ "$set_" = check ]; then
 	# the fleet tests (tests/integ/test_fleet_etcd.py).
 	PKGS="$PKGS check libsubunit-dev clang libclang-rt-14-dev valgrind
 wrk apache2-utils nginx-light dnsmasq-base python3-prometheus-client
-etcd-server etcd-client nghttp2-client python3-h2 python3-grpcio testssl.sh"
+etcd-server etcd-client nghttp2-client nghttp2-server python3-h2 python3-grpcio
+testssl.sh"
 fi
 [ -n "$INGRESSD_DEPS_EXTRA" ] && PKGS="$PKGS $INGRESSD_DEPS_EXTRA"
 

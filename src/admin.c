@@ -153,7 +153,8 @@ admin_put_body(const char *reqbody, size_t reqlen, const char **address,
 			*address = json_string_value(v);
 		else if (strcmp(key, "protocol") == 0 && json_is_string(v) &&
 		    (strcmp(json_string_value(v), "wire") == 0 ||
-		    strcmp(json_string_value(v), "http") == 0))
+		    strcmp(json_string_value(v), "http") == 0 ||
+		    strcmp(json_string_value(v), "h2c") == 0))
 			*proto = json_string_value(v);
 		else if (strcmp(key, "max_ongoing_requests") == 0 &&
 		    json_is_integer(v) && json_integer_value(v) >= 1 &&
@@ -164,8 +165,8 @@ admin_put_body(const char *reqbody, size_t reqlen, const char **address,
 			    strcmp(key, "address") == 0 ? "must be a string" :
 			    strcmp(key, "max_ongoing_requests") == 0 ?
 			    "must be an integer in 1..100000" :
-			    strcmp(key, "protocol") == 0 ? "must be \"wire\" or "
-			    "\"http\" (\"h2c\" is reserved, not supported yet)" :
+			    strcmp(key, "protocol") == 0 ? "must be \"wire\", "
+			    "\"http\" or \"h2c\"" :
 			    "unknown key");
 			return -1;
 		}

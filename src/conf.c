@@ -1329,7 +1329,7 @@ conf_deployments(struct conf_ctx *ctx, const struct conf_key *k, json_t *v,
 	return (0);
 }
 
-/* "wire" (the default) or "http"; "h2c" is reserved. */
+/* "wire" (the default), "http" or "h2c". */
 static int
 conf_protocol(struct conf_ctx *ctx, const struct conf_key *k, json_t *v,
     void *base)
@@ -1341,11 +1341,10 @@ conf_protocol(struct conf_ctx *ctx, const struct conf_key *k, json_t *v,
 	else if (strcmp(s, "http") == 0)
 		*(enum conf_protocol *)((char *)base + k->off) = CONF_PROTO_HTTP;
 	else if (strcmp(s, "h2c") == 0)
-		return (conf_error(ctx, "\"h2c\" is reserved for HTTP/2 "
-		    "upstreams and not supported yet: use \"wire\" or "
-		    "\"http\""));
+		*(enum conf_protocol *)((char *)base + k->off) = CONF_PROTO_H2C;
 	else
-		return (conf_error(ctx, "must be \"wire\" or \"http\""));
+		return (conf_error(ctx, "must be \"wire\", \"http\" or "
+		    "\"h2c\""));
 	return (0);
 }
 

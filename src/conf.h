@@ -117,6 +117,7 @@ enum conf_source {
 enum conf_protocol {
 	CONF_PROTO_WIRE,		/* ingressd's wire protocol (default) */
 	CONF_PROTO_HTTP,		/* plain HTTP/1.1 servers */
+	CONF_PROTO_H2C,			/* HTTP/2 servers, cleartext */
 };
 
 /* protocol http only: active and passive health, keep-alive pool. */

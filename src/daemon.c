@@ -39,6 +39,7 @@
 #include "dnssrv.h"
 #include "etcd.h"
 #include "front.h"
+#include "h2up.h"
 #include "hup.h"
 #include "inproc.h"
 #include "handle.h"
@@ -326,7 +327,8 @@ static int
 daemon_edges(char *err, size_t errlen)
 {
 	if (upstream_register() == -1 || hup_register() == -1 ||
-	    inproc_register() == -1) {
+	    inproc_register() == -1 ||
+	    h2up_register() == -1) {
 		snprintf(err, errlen, "cannot register the upstream edges");
 		return -1;
 	}

@@ -113,8 +113,10 @@ etcd_set_parse_value(const char *value, char *addr, size_t addrlen,
 		    "integer in 1..100000");
 	else if (p != NULL && (!json_is_string(p) ||
 	    (strcmp(json_string_value(p), "wire") != 0 &&
-	    strcmp(json_string_value(p), "http") != 0)))
-		snprintf(err, errlen, "protocol: must be \"wire\" or \"http\"");
+	    strcmp(json_string_value(p), "http") != 0 &&
+	    strcmp(json_string_value(p), "h2c") != 0)))
+		snprintf(err, errlen, "protocol: must be \"wire\", \"http\" or "
+		    "\"h2c\"");
 	else {
 		snprintf(addr, addrlen, "%s", json_string_value(a));
 		snprintf(proto, protolen, "%s", p != NULL ?

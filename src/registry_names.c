@@ -351,8 +351,11 @@ registry_register_proto(struct registry *r, const char *name,
 		opts.http.health_interval = 5;
 		opts.http.health_timeout = 1;
 		opts.http.idle_timeout = 4;
-	} else if (strcmp(protocol, "wire") != 0) {
-		snprintf(err, errlen, "protocol: must be \"wire\" or \"http\"");
+	} else if (strcmp(protocol, "h2c") == 0)
+		memcpy(opts.protocol, "h2c", 4);
+	else if (strcmp(protocol, "wire") != 0) {
+		snprintf(err, errlen, "protocol: must be \"wire\", \"http\" "
+		    "or \"h2c\"");
 		return REG_EINVAL;
 	}
 	if ((rv = registry_register_check(name, id, address, err, errlen)) !=

@@ -72,6 +72,8 @@ registry_conf_opts(const struct conf_deployment *cd, struct reg_epopts *o)
 		registry_conf_inproc(cd, o);
 		return;
 	}
+	if (cd->protocol == CONF_PROTO_H2C)
+		memcpy(o->protocol, "h2c", 4);
 	if (cd->protocol != CONF_PROTO_HTTP)
 		return;
 	memcpy(o->protocol, "http", 5);
@@ -99,7 +101,8 @@ registry_opts_text(const struct conf_deployment *cd)
 		return strdup("");
 	if (cd->source == CONF_INPROC)
 		return strdup("");	/* the argv text says it all */
-	if (asprintf(&s, "\n#http %s %g %g %g %u %d", o.http.health_path,
+	if (asprintf(&s, "\n#%s %s %g %g %g %u %d", o.protocol,
+	    o.http.health_path,
 	    o.http.health_interval, o.http.health_timeout,
 	    o.http.idle_timeout, o.http.max_5xx, o.http.prewarm) == -1)
 		return NULL;
@@ -303,7 +306,7 @@ registry_plan_endpoints(struct registry *r, struct reg_plan *p,
 			else
 				snprintf(id, sizeof(id), "%s-0.g%u", cd->name,
 				    p->gen);
-		} else if (cd->protocol == CONF_PROTO_HTTP) {
+		} else if (cd->protocol != CONF_PROTO_WIRE) {
 			if (registry_http_port(p, i, addr, sizeof(addr),
 			    msg, sizeof(msg)) == -1) {
 				snprintf(err, errlen, "deployments.%s: %s",

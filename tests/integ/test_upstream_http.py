@@ -290,7 +290,8 @@ class Failures(unittest.TestCase):
 
 	def test_registered_http_replica(self):
 		"""PUT {"protocol": "http"} makes any HTTP server a replica of a
-		name with no conf entry; "h2c" is refused with a reason."""
+		name with no conf entry; an unknown protocol is refused with a
+		reason."""
 		with Origin() as o, Daemon(conf=http_conf({}, routes=[{
 		    "prefix": "/models/", "deployment_from": "path"}])) as d:
 			put = json.dumps({"address": o.address,
@@ -307,16 +308,14 @@ class Failures(unittest.TestCase):
 			    "http"))
 			r = request(d.admin_port, "PUT",
 			    "/-/deployments/m/replicas/r2", body=json.dumps({
-			    "address": o.address, "protocol": "h2c"}).encode())
+			    "address": o.address, "protocol": "spdy"}).encode())
 			self.assertEqual(r.status, 400, r)
-			self.assertIn(b"reserved", r.body)
+			self.assertIn('"wire", "http" or "h2c"', r.json()["error"])
 
 	def test_conf_protocol_errors(self):
 		for dep, want in (
-		    ({"endpoints": ["127.0.0.1:1"], "protocol": "h2c"},
-		    "reserved for HTTP/2"),
 		    ({"endpoints": ["127.0.0.1:1"], "protocol": "spdy"},
-		    'must be "wire" or "http"'),
+		    'must be "wire", "http" or "h2c"'),
 		    ({"endpoints": ["127.0.0.1:1"], "health": {"path": "/h"}},
 		    'need "protocol": "http"'),
 		    ({"endpoints": ["127.0.0.1:1"], "protocol": "http",
