@@ -41,7 +41,7 @@ struct inproc_busy {
 };
 static struct inproc_busy inproc_busy[CONF_MAX_WORKERS];
 
-void
+static void
 inproc_enter(struct inproc *ip)
 {
 	struct inproc_busy *b = &inproc_busy[ip->w->id % CONF_MAX_WORKERS];
@@ -54,7 +54,7 @@ inproc_enter(struct inproc *ip)
 	atomic_store_explicit(&b->in, 1, memory_order_release);
 }
 
-void
+static void
 inproc_leave(struct inproc *ip)
 {
 	atomic_store_explicit(&inproc_busy[ip->w->id % CONF_MAX_WORKERS].in,
@@ -94,7 +94,7 @@ static void	inproc_park(struct inproc *);
 
 /* The run queue ---------------------------------------------------------- */
 
-void
+static void
 inproc_sched(struct inproc_req *q)
 {
 	struct inproc *ip = q->ip;
@@ -220,7 +220,7 @@ inproc_park(struct inproc *ip)
 	registry_publish_estate(ip->st, REG_E_IDLE);
 }
 
-void
+static void
 inproc_detached(struct inproc *ip)
 {
 	int was_full = ip->in_flight >= atomic_load(&ip->ep->max_ongoing);
@@ -231,7 +231,7 @@ inproc_detached(struct inproc *ip)
 		inproc_tell_list(ip, LIST_FIRST(&ip->waiters));
 }
 
-void
+static void
 inproc_req_gone(struct inproc *ip, struct inproc_req *q)
 {
 	inproc_unsched(q);
@@ -240,6 +240,14 @@ inproc_req_gone(struct inproc *ip, struct inproc_req *q)
 	if (ip->released && ip->nreqs == 0)
 		inproc_park_later(ip);
 }
+
+static const struct inproc_hooks inproc_hooks = {
+	.sched = inproc_sched,
+	.detached = inproc_detached,
+	.req_gone = inproc_req_gone,
+	.enter = inproc_enter,
+	.leave = inproc_leave,
+};
 
 static struct inproc_list *
 inproc_list(struct wctx *w)
@@ -261,6 +269,7 @@ inproc_new(struct wctx *w, struct reg_endpoint *ep)
 	if ((ip = calloc(1, sizeof(*ip))) == NULL)
 		return NULL;
 	ip->w = w;
+	ip->hooks = &inproc_hooks;
 	ip->ep = ep;
 	ip->st = registry_ep_slot(ep, w->id);
 	LIST_INIT(&ip->watchers);

@@ -4,8 +4,8 @@
  *                 the run queue that delivers events to handlers
  *   inproc_req.c  requests: the replica.h API as the daemon implements it
  *                 (the table modules are bound to), the stream's carrier
- * inproc.c calls inproc_req.c; inproc_req.c calls back only through
- * inproc_sched() and inproc_req_gone(), declared here, defined in inproc.c.
+ * inproc.c calls inproc_req.c; inproc_req.c calls back only through the
+ * instance's hooks (struct inproc_hooks), which inproc.c fills in.
  */
 #ifndef INGRESSD_INPROC_IMPL_H
 #define INGRESSD_INPROC_IMPL_H
@@ -70,8 +70,22 @@ TAILQ_HEAD(inproc_runq, inproc_req);
 
 /* One worker's instance of one endpoint's module: what the module sees
  * as struct replica, what the core sees as struct upconn. */
+/* What a request tells its instance (inproc.c's functions). */
+struct inproc_hooks {
+	/* Queue the req to run this loop pass. */
+	void	(*sched)(struct inproc_req *);
+	/* The stream left the req (end, fail, cancel): a slot is free. */
+	void	(*detached)(struct inproc *);
+	/* The req is freed. */
+	void	(*req_gone)(struct inproc *, struct inproc_req *);
+	/* Around calls into the module: the stall watchdog's record. */
+	void	(*enter)(struct inproc *);
+	void	(*leave)(struct inproc *);
+};
+
 struct inproc {
 	LIST_ENTRY(inproc) link;
+	const struct inproc_hooks *hooks;
 	struct wctx	*w;
 	struct reg_endpoint *ep;
 	struct ep_stats	*st;
@@ -101,15 +115,5 @@ struct inproc_req *inproc_req_new(struct inproc *, struct stream *,
 void		 inproc_req_run(struct inproc_req *);
 /* The instance goes: on_cancel unless over, then free. */
 void		 inproc_req_kill(struct inproc_req *);
-
-/* inproc.c */
-void		 inproc_sched(struct inproc_req *);
-/* The stream left the req (end, fail, cancel): a slot is free. */
-void		 inproc_detached(struct inproc *);
-/* The req is freed. */
-void		 inproc_req_gone(struct inproc *, struct inproc_req *);
-/* Around calls into the module: the stall watchdog's record. */
-void		 inproc_enter(struct inproc *);
-void		 inproc_leave(struct inproc *);
 
 #endif

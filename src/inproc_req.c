@@ -15,7 +15,7 @@
  *
  * Re-entrancy: the carrier's ops never call the handler or the stream
  * (stream.h forbids calling back into the stream from them): they record
- * and queue the req (inproc_sched); the handler runs from the instance's
+ * and queue the req (the instance's sched hook); the handler runs from the instance's
  * run queue or from its own events, where calling the stream is safe.
  */
 #include <stdio.h>
@@ -117,7 +117,7 @@ inproc_detach(struct inproc_req *q)
 
 	q->s = NULL;
 	if (s != NULL)
-		inproc_detached(q->ip);
+		q->ip->hooks->detached(q->ip);
 	return s;
 }
 
@@ -133,7 +133,7 @@ inproc_req_free(struct inproc_req *q)
 		evbuffer_free(q->body);
 	if (q->pending != NULL)
 		evbuffer_free(q->pending);
-	inproc_req_gone(ip, q);
+	ip->hooks->req_gone(ip, q);
 	free(q);
 }
 
@@ -161,9 +161,9 @@ inproc_over(const struct inproc_req *q)
 	const struct replica_handler *h_ = (q)->ip->desc->handler;	\
 	if (h_->cb != NULL) {						\
 		(q)->busy++;						\
-		inproc_enter((q)->ip);					\
+		(q)->ip->hooks->enter((q)->ip);					\
 		h_->cb((struct replica_req *)(q), __VA_ARGS__);		\
-		inproc_leave((q)->ip);					\
+		(q)->ip->hooks->leave((q)->ip);					\
 		(q)->busy--;						\
 	}								\
 } while (0)
@@ -307,7 +307,7 @@ inproc_carrier_data(void *c, uint32_t id, const void *p, size_t n)
 	if (q->in == NULL && (q->in = evbuffer_new()) == NULL)
 		return;
 	evbuffer_add(q->in, p, n);
-	inproc_sched(q);
+	q->ip->hooks->sched(q);
 }
 
 static void
@@ -318,7 +318,7 @@ inproc_carrier_end(void *c, uint32_t id)
 	if (q->s == NULL)
 		return;
 	q->in_end = 1;
-	inproc_sched(q);
+	q->ip->hooks->sched(q);
 }
 
 static void
@@ -330,7 +330,7 @@ inproc_carrier_window(void *c, uint32_t id, uint32_t n)
 	if (inproc_pending(q) == 0 && !q->end_pending)
 		return;
 	q->window_due = 1;
-	inproc_sched(q);
+	q->ip->hooks->sched(q);
 }
 
 static void
@@ -343,7 +343,7 @@ inproc_carrier_cancel(void *c, struct stream *s, uint32_t code)
 	(void)inproc_detach(q);
 	q->cancel_code = code;
 	q->cancel_due = 1;
-	inproc_sched(q);
+	q->ip->hooks->sched(q);
 }
 
 static const char *
