@@ -55,7 +55,7 @@ LLHTTP_OBJ := $(addprefix $(BUILD)/obj/llhttp/,api.o http.o llhttp.o)
 # The replica library (shares src/wire.c) and the example replicas.
 REPLICA_LIB := $(BUILD)/libingressd-replica.a
 REPLICA_OBJ := $(addprefix $(BUILD)/obj/replica/,conn.o req.o listen.o cli.o \
-		etcd.o trailers.o grpc.o) \
+		etcd.o trailers.o grpc.o grpc_md.o) \
 	       $(addprefix $(BUILD)/obj/src/,idtab.o net.o sock.o b64.o etcd_kv.o \
 		monotime.o tls.o) \
 	       $(BUILD)/obj/src/wire.o
