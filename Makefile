@@ -137,6 +137,13 @@ $(BUILD)/tests/check_%: $(BUILD)/obj/tests/unit/check_%.o $(BUILD)/libingressd.a
 	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(LIBS) \
 	    $(shell pkg-config --libs check 2>/dev/null)
 
+# The replica library's own rules link against it, not the daemon's.
+$(BUILD)/tests/check_replica_grpc: \
+	    $(BUILD)/obj/tests/unit/check_replica_grpc.o $(REPLICA_LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(LIBS) \
+	    $(shell pkg-config --libs check 2>/dev/null)
+
 run: deps
 	$(MAKE) all
 	./$(BUILD)/ingressd -c conf/ingressd.json
