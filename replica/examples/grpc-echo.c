@@ -20,6 +20,7 @@
  * messages are whatever bytes the client sends (any protobuf, or none):
  * nothing here parses them.
  */
+#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -58,11 +59,18 @@ static void
 echo_metadata(struct replica_req *q)
 {
 	const char *name, *value;
+	char lower[256];
 	unsigned i;
+	size_t k;
 
-	for (i = 0; replica_req_header_at(q, i, &name, &value) == 0; i++)
-		if (strncmp(name, "x-echo-", 7) == 0)
-			echo_field(q, name, value);
+	/* Names as sent: lowercase over HTTP/2, any case over HTTP/1.1. */
+	for (i = 0; replica_req_header_at(q, i, &name, &value) == 0; i++) {
+		for (k = 0; name[k] != '\0' && k < sizeof lower - 1; k++)
+			lower[k] = (char)tolower((unsigned char)name[k]);
+		lower[k] = '\0';
+		if (name[k] == '\0' && strncmp(lower, "x-echo-", 7) == 0)
+			echo_field(q, lower, value);
+	}
 }
 
 static void
