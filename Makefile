@@ -55,7 +55,7 @@ LLHTTP_OBJ := $(addprefix $(BUILD)/obj/llhttp/,api.o http.o llhttp.o)
 # The replica library (shares src/wire.c) and the example replicas.
 REPLICA_LIB := $(BUILD)/libingressd-replica.a
 REPLICA_OBJ := $(addprefix $(BUILD)/obj/replica/,conn.o req.o listen.o cli.o \
-		etcd.o trailers.o grpc.o module.o) \
+		etcd.o trailers.o grpc.o grpc_md.o module.o) \
 	       $(addprefix $(BUILD)/obj/src/,idtab.o net.o sock.o b64.o etcd_kv.o \
 		monotime.o tls.o) \
 	       $(BUILD)/obj/src/wire.o
@@ -172,6 +172,13 @@ $(BUILD)/ingressd-host: $(BUILD)/obj/replica/host.o $(REPLICA_LIB)
 	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(LIBS)
 
 $(BUILD)/tests/check_%: $(BUILD)/obj/tests/unit/check_%.o $(BUILD)/libingressd.a
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(LIBS) \
+	    $(shell pkg-config --libs check 2>/dev/null)
+
+# The replica library's own rules link against it, not the daemon's.
+$(BUILD)/tests/check_replica_grpc: \
+	    $(BUILD)/obj/tests/unit/check_replica_grpc.o $(REPLICA_LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(LIBS) \
 	    $(shell pkg-config --libs check 2>/dev/null)

@@ -187,9 +187,9 @@ replica_grpc_user(struct replica_req *q)
 
 /* Answering --------------------------------------------------------------- */
 
-static const char *const grpc_head[] = {
-	"content-type", "application/grpc", NULL,
-};
+/* A head or trailers: the library's fields, at most all the metadata
+ * allowed (each field at least 32 by its measure), and the NULL. */
+#define GRPC_HDRS	(2 * (4 + REPLICA_GRPC_MAX_METADATA / 32) + 1)
 
 size_t
 replica_grpc_percent_encode(const char *s, char *out, size_t len)
@@ -217,12 +217,21 @@ replica_grpc_percent_encode(const char *s, char *out, size_t len)
 	return need;
 }
 
+/* The response head, with the metadata added so far. */
 static int
 grpc_head_out(struct replica_req *q)
 {
+	const char *hdrs[GRPC_HDRS];
+	int i = 0;
+
 	if (q->out_head)
 		return 0;
-	return replica_respond(q, 200, grpc_head, 0);
+	hdrs[i++] = "content-type";
+	hdrs[i++] = "application/grpc";
+	if (grpc_md_fields(q, GRPC_MD_HEAD, hdrs, &i, GRPC_HDRS - 1) != 0)
+		return -1;
+	hdrs[i] = NULL;
+	return replica_respond(q, 200, hdrs, 0);
 }
 
 int
@@ -252,7 +261,7 @@ int
 replica_grpc_finish(struct replica_req *q, int code, const char *message)
 {
 	struct replica_grpc_call *call = grpc_call_of(q);
-	const char *hdrs[9];
+	const char *hdrs[GRPC_HDRS];
 	char status[16], *enc = NULL;
 	size_t need;
 	int i = 0, rc;
@@ -264,11 +273,14 @@ replica_grpc_finish(struct replica_req *q, int code, const char *message)
 			return -1;
 		replica_grpc_percent_encode(message, enc, need);
 	}
-	/* Trailers-Only: with nothing sent, the head carries the status. */
+	/* Trailers-Only: with nothing sent, the head carries the status,
+	 * and both kinds of metadata. */
 	if (!q->out_head) {
 		hdrs[i++] = "content-type";
 		hdrs[i++] = "application/grpc";
+		grpc_md_fields(q, GRPC_MD_HEAD, hdrs, &i, GRPC_HDRS - 5);
 	}
+	grpc_md_fields(q, GRPC_MD_TRAILERS, hdrs, &i, GRPC_HDRS - 5);
 	hdrs[i++] = "grpc-status";
 	hdrs[i++] = status;
 	if (enc != NULL) {

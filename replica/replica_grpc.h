@@ -13,7 +13,7 @@
  * Three layers, usable on their own:
  *   - replica_grpc_dec: an incremental decoder of the 5-byte framing;
  *   - replica_grpc_send/replica_grpc_finish: messages and the status out
- *     on any replica_req;
+ *     on any replica_req, with response metadata (headers, trailers);
  *   - replica_grpc_handler: a replica_handler that dispatches calls by
  *     path to a table of methods, for the four kinds of RPC.
  * Compressed messages (flag 1) are refused with UNIMPLEMENTED: the
@@ -21,6 +21,8 @@
  */
 #ifndef INGRESSD_REPLICA_GRPC_H
 #define INGRESSD_REPLICA_GRPC_H
+
+#include <sys/types.h>
 
 #include <stddef.h>
 #include <stdint.h>
@@ -50,6 +52,9 @@ enum replica_grpc_code {
 
 #define REPLICA_GRPC_PREFIX	5
 #define REPLICA_GRPC_MAX_MESSAGE (4u << 20)	/* gRPC's usual default */
+/* A call's response metadata, headers and trailers together, each field
+ * counted as name + value + 32 (HTTP/2's measure): gRPC's usual limit. */
+#define REPLICA_GRPC_MAX_METADATA (8u << 10)
 
 /*
  * The decoder: feed body pieces of any size; on_message gets each whole
@@ -80,6 +85,42 @@ size_t		 replica_grpc_dec_partial(const struct replica_grpc_dec *);
  */
 int	replica_grpc_send(struct replica_req *, const void *msg, size_t n);
 int	replica_grpc_finish(struct replica_req *, int code, const char *message);
+
+/*
+ * Response metadata, on any replica_req.  replica_grpc_header_add() adds
+ * a field to the response head (gRPC's initial metadata): before the
+ * first replica_grpc_send().  replica_grpc_trailer_add() adds one to the
+ * trailers (trailing metadata): before replica_grpc_finish().  A call
+ * that finishes without sending a message (Trailers-Only) carries both in
+ * its one head, beside grpc-status.  Fields go out in the order added;
+ * a name may repeat.
+ *
+ * name: a lowercase token (0-9 a-z - _ .), not grpc-* (gRPC's own) and
+ * not content-type or an HTTP/2 connection field (te, connection, ...).
+ * value: printable ASCII (0x20..0x7e); for a name ending in -bin, base64
+ * (padded or not), as gRPC carries binary values.  The _bin variants
+ * take a -bin name and raw bytes and encode them (unpadded).
+ * Each returns 0, or -1: a bad name or value, too late (the head is out,
+ * the call is over), over REPLICA_GRPC_MAX_METADATA, out of memory.
+ */
+int	replica_grpc_header_add(struct replica_req *, const char *name,
+	    const char *value);
+int	replica_grpc_header_add_bin(struct replica_req *, const char *name,
+	    const void *p, size_t n);
+int	replica_grpc_trailer_add(struct replica_req *, const char *name,
+	    const char *value);
+int	replica_grpc_trailer_add_bin(struct replica_req *, const char *name,
+	    const void *p, size_t n);
+/* 0 when name and value would be accepted by the calls above, else -1. */
+int	replica_grpc_metadata_check(const char *name, const char *value);
+/*
+ * A -bin metadata value (request metadata arrives as sent: base64) as
+ * bytes: decoded into out, their count returned; -1 when it is not
+ * base64 or does not fit in len.
+ */
+ssize_t	replica_grpc_metadata_decode(const char *value, void *out,
+	    size_t len);
+
 /* Percent-encodes s for grpc-message into out (always NUL-terminated,
  * cut at a whole escape); returns the length it needed. */
 size_t	replica_grpc_percent_encode(const char *s, char *out, size_t len);

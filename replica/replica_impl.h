@@ -5,6 +5,7 @@
  *   req.c     requests: frames on streams, accessors, responding, credit
  *   trailers.c  ending a response with trailers (wire v2)
  *   grpc.c    gRPC on top: message framing, status trailers, dispatch
+ *   grpc_md.c   gRPC response metadata: checked, kept until sent
  *   listen.c  accepting, listening, stopping and draining, signals
  *   cli.c     options and environment, replica_new(), replica_main()
  * Not installed: the public API is replica.h.
@@ -67,6 +68,9 @@ struct replica_req {
 	struct evbuffer	*pending;	/* response body waiting for credit */
 	struct evbuffer	*trailers;	/* the TRAILERS frame that ends the
 					 * response, once body is out */
+	struct evbuffer	*grpc_md[2];	/* grpc_md.c: response metadata,
+					 * head and trailers, name\0value\0.. */
+	size_t		 grpc_md_size;	/* both, counted as HTTP/2 does */
 	const char	*method;
 	const char	*target;
 	const char	*path;
@@ -159,6 +163,12 @@ void	 req_cancel(struct replica_req *);
 int	 req_send_data(struct replica_req *, const uint8_t *, size_t, int);
 int	 req_fields(const char *const *, struct wire_field *, unsigned *);
 extern const struct conn_ops req_conn_ops;
+
+/* grpc_md.c: which list, and the fields of one appended to hdrs (pairs,
+ * from *i on, at most max pointers); 0, or -1 when they do not fit. */
+enum { GRPC_MD_HEAD, GRPC_MD_TRAILERS };
+int	 grpc_md_fields(struct replica_req *, int which, const char **hdrs,
+	    int *i, int max);
 
 /* listen.c */
 int	 replica_listen(struct replica *, const char *, char *, size_t);

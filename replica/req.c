@@ -84,6 +84,10 @@ req_free(struct replica_req *q)
 		evbuffer_free(q->pending);
 	if (q->trailers != NULL)
 		evbuffer_free(q->trailers);
+	if (q->grpc_md[0] != NULL)
+		evbuffer_free(q->grpc_md[0]);
+	if (q->grpc_md[1] != NULL)
+		evbuffer_free(q->grpc_md[1]);
 	free(q);
 	r->active--;
 	if (r->stopping && r->active == 0)

@@ -11,10 +11,16 @@
  *   Stats         answers "cancels=N": the BidiStream calls cancelled so
  *                 far (client cancel, deadline), so a test sees the CANCEL
  *
+ * Metadata: every request key x-echo-NAME comes back as response metadata
+ * x-echo-NAME and as a trailer x-trail-NAME, same value (Unary,
+ * ServerStream, ClientStream, BidiStream); a -bin value is decoded and
+ * sent again from its bytes.
+ *
  * Every call that answers ends with grpc-status 0 in the trailers.  The
  * messages are whatever bytes the client sends (any protobuf, or none):
  * nothing here parses them.
  */
+#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,9 +34,49 @@
 
 static unsigned	echo_cancels;	/* one thread: the replica's loop */
 
+/* One x-echo-NAME field back as a header and an x-trail-NAME trailer. */
+static void
+echo_field(struct replica_req *q, const char *name, const char *value)
+{
+	char trail[sizeof "x-trail-" + 256];
+	unsigned char bin[1024];
+	ssize_t n;
+
+	snprintf(trail, sizeof trail, "x-trail-%s", name + 7);
+	if (replica_grpc_metadata_check(name, value) != 0)
+		return;		/* not a name or value we may send back */
+	if (strlen(name) > 4 && strcmp(name + strlen(name) - 4, "-bin") == 0 &&
+	    (n = replica_grpc_metadata_decode(value, bin, sizeof bin)) >= 0) {
+		replica_grpc_header_add_bin(q, name, bin, (size_t)n);
+		replica_grpc_trailer_add_bin(q, trail, bin, (size_t)n);
+		return;
+	}
+	replica_grpc_header_add(q, name, value);
+	replica_grpc_trailer_add(q, trail, value);
+}
+
+static void
+echo_metadata(struct replica_req *q)
+{
+	const char *name, *value;
+	char lower[256];
+	unsigned i;
+	size_t k;
+
+	/* Names as sent: lowercase over HTTP/2, any case over HTTP/1.1. */
+	for (i = 0; replica_req_header_at(q, i, &name, &value) == 0; i++) {
+		for (k = 0; name[k] != '\0' && k < sizeof lower - 1; k++)
+			lower[k] = (char)tolower((unsigned char)name[k]);
+		lower[k] = '\0';
+		if (name[k] == '\0' && strncmp(lower, "x-echo-", 7) == 0)
+			echo_field(q, lower, value);
+	}
+}
+
 static void
 echo_unary(struct replica_req *q, const void *msg, size_t n, void *arg)
 {
+	echo_metadata(q);
 	if (replica_grpc_send(q, msg, n) == 0)
 		replica_grpc_finish(q, GRPC_OK, NULL);
 }
@@ -41,6 +87,7 @@ echo_server_stream(struct replica_req *q, const void *msg, size_t n,
 {
 	int i;
 
+	echo_metadata(q);
 	for (i = 0; i < 3; i++)
 		if (replica_grpc_send(q, msg, n) != 0)
 			return;
@@ -70,6 +117,7 @@ echo_collect(struct replica_req *q, const void *msg, size_t n, void *arg)
 			return;
 		}
 		replica_grpc_set_user(q, all);
+		echo_metadata(q);
 	}
 	evbuffer_add(all, msg, n);
 }
@@ -80,6 +128,8 @@ echo_collected(struct replica_req *q, void *arg)
 	struct evbuffer *all = replica_grpc_user(q);
 	size_t n = all != NULL ? evbuffer_get_length(all) : 0;
 
+	if (all == NULL)
+		echo_metadata(q);	/* no message: not done yet */
 	if (replica_grpc_send(q, n ? evbuffer_pullup(all, -1) : NULL, n) == 0)
 		replica_grpc_finish(q, GRPC_OK, NULL);
 	replica_grpc_set_user(q, NULL);	/* a late on_cancel finds none */
@@ -100,6 +150,10 @@ echo_collect_cancel(struct replica_req *q, void *arg)
 static void
 echo_bidi(struct replica_req *q, const void *msg, size_t n, void *arg)
 {
+	if (replica_grpc_user(q) == NULL) {	/* the first message */
+		echo_metadata(q);
+		replica_grpc_set_user(q, q);
+	}
 	replica_grpc_send(q, msg, n);
 }
 

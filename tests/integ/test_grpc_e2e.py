@@ -295,6 +295,36 @@ class _Both:
 		    what="the replica sees the CANCEL")
 
 	@timeout(30)
+	def test_metadata_and_trailers_both_ways(self):
+		md = (("x-echo-plain", "v 1"), ("x-echo-key-bin", b"\x00\xff"))
+		r, call = stub(self.ch, "uu", SVC + "Unary").with_call(b"m",
+		    metadata=md, timeout=5)
+		self.assertEqual(r, b"m")
+		self.assertEqual(picked(call.initial_metadata()),
+		    sorted(md))
+		self.assertEqual(picked(call.trailing_metadata()),
+		    [("x-trail-key-bin", b"\x00\xff"), ("x-trail-plain", "v 1")])
+		self.assertIn("x-request-id", dict(call.initial_metadata()))
+
+	@timeout(30)
+	def test_metadata_on_streaming_kinds(self):
+		md = (("x-echo-s", "1"), ("x-echo-b-bin", b"\x01\x02\x03"))
+		want_h = sorted(md)
+		want_t = [("x-trail-b-bin", b"\x01\x02\x03"), ("x-trail-s", "1")]
+		calls = [stub(self.ch, "us", SVC + "ServerStream")(b"s",
+		    metadata=md, timeout=5)]
+		r, c = stub(self.ch, "su", SVC + "ClientStream").with_call(
+		    iter([b"a", b"b"]), metadata=md, timeout=5)
+		self.assertEqual(r, b"ab")
+		calls.append(stub(self.ch, "ss", SVC + "BidiStream")(
+		    iter([b"x"]), metadata=md, timeout=5))
+		self.assertEqual(list(calls[0]), [b"s"] * 3)
+		self.assertEqual(list(calls[1]), [b"x"])
+		for call in calls + [c]:
+			self.assertEqual(picked(call.initial_metadata()), want_h)
+			self.assertEqual(picked(call.trailing_metadata()), want_t)
+
+	@timeout(30)
 	def test_client_cancel_mid_stream(self):
 		before = self.cancels()
 		g = Gate()
@@ -317,18 +347,6 @@ class GrpcE2EC(_Both, unittest.TestCase):
 
 class GrpcE2EPython(_Both, unittest.TestCase):
 	KIND = "py"
-
-	@timeout(30)
-	def test_metadata_and_trailers_both_ways(self):
-		md = (("x-echo-plain", "v 1"), ("x-echo-key-bin", b"\x00\xff"))
-		r, call = stub(self.ch, "uu", SVC + "Unary").with_call(b"m",
-		    metadata=md, timeout=5)
-		self.assertEqual(r, b"m")
-		self.assertEqual(picked(call.initial_metadata()),
-		    sorted(md))
-		self.assertEqual(picked(call.trailing_metadata()),
-		    [("x-trail-key-bin", b"\x00\xff"), ("x-trail-plain", "v 1")])
-		self.assertIn("x-request-id", dict(call.initial_metadata()))
 
 
 @unittest.skipIf(grpc is None, "python3-grpcio missing (/usr/bin/python3)")
