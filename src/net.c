@@ -247,6 +247,25 @@ net_addr_check(const char *s, char *err, size_t len)
 }
 
 int
+net_addr_literal(const char *s, char *err, size_t len)
+{
+	struct in_addr	 in;
+	char		 host[256];
+	const char	*port;
+	int		 v6;
+
+	if (net_addr_check(s, err, len) == -1)
+		return (-1);
+	if (strncmp(s, NET_UNIX_PREFIX, strlen(NET_UNIX_PREFIX)) == 0)
+		return (0);
+	(void)net_split(s, host, sizeof host, &port, &v6, err, len);
+	if (v6 || inet_pton(AF_INET, host, &in) == 1)
+		return (0);
+	snprintf(err, len, "bad address \"%s\": a name, not an address", s);
+	return (-1);
+}
+
+int
 net_addr_is_unix(const struct net_addr *na)
 {
 	return (na->ss.ss_family == AF_UNIX);

@@ -22,6 +22,9 @@ int	net_addr_parse(const char *, struct net_addr *, char *err, size_t);
 /* The same syntax without resolving (conf load, -t): 0, or -1 and err.
  * Literal addresses must be valid; names only well formed. */
 int	net_addr_check(const char *, char *err, size_t);
+/* net_addr_check, and the host must be an address (no name to resolve):
+ * what may be registered at run time. */
+int	net_addr_literal(const char *, char *err, size_t);
 int	net_addr_is_unix(const struct net_addr *);
 /* A non-blocking listening socket, or -1.  A unix path is unlinked first. */
 int	net_listen(const struct net_addr *, int reuseport, char *err, size_t);

@@ -13,6 +13,7 @@
 #include <time.h>
 
 #include "conf.h"
+#include "net.h"
 #include "registry.h"
 #include "registry_impl.h"
 
@@ -29,28 +30,6 @@ registry_name_ok(const char *s, size_t max)
 
 	return len > 0 && len <= max && strspn(s, "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
 	    "abcdefghijklmnopqrstuvwxyz0123456789._-") == len;
-}
-
-/*
- * The addresses registration takes: none that needs a DNS lookup, since
- * the caller is a worker thread serving clients.
- */
-static int
-registry_addr_literal(const char *s)
-{
-	struct in_addr in;
-	const char *colon;
-	char host[64];
-	size_t len;
-
-	if (strncmp(s, "unix:", 5) == 0 || s[0] == '[')
-		return 1;
-	if ((colon = strrchr(s, ':')) == NULL ||
-	    (len = (size_t)(colon - s)) >= sizeof(host))
-		return 0;
-	memcpy(host, s, len);
-	host[len] = '\0';
-	return inet_pton(AF_INET, host, &in) == 1;
 }
 
 /* A worker must never wait long on a reload: a little, then EBUSY. */
@@ -195,6 +174,7 @@ registry_register_check(const char *name, const char *id,
     const char *address, char *err, size_t errlen)
 {
 	int name_ok = registry_name_ok(name, 255);
+	char why[320];
 
 	if (!name_ok || !registry_name_ok(id, REG_ID_MAX)) {
 		snprintf(err, errlen, "bad %s (1..%d characters of A-Z a-z "
@@ -202,9 +182,11 @@ registry_register_check(const char *name, const char *id,
 		    name_ok ? REG_ID_MAX : 255);
 		return REG_EINVAL;
 	}
-	if (!registry_addr_literal(address)) {
-		snprintf(err, errlen, "bad address \"%s\": must be IP:PORT, "
-		    "[IPv6]:PORT or unix:PATH", address);
+	/* No name that needs a DNS lookup: the caller is a worker thread
+	 * serving clients. */
+	if (net_addr_literal(address, why, sizeof(why)) == -1) {
+		snprintf(err, errlen, "%s (must be IP:PORT, [IPv6]:PORT or "
+		    "unix:PATH)", why);
 		return REG_EINVAL;
 	}
 	return REG_OK;

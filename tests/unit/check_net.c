@@ -166,6 +166,24 @@ START_TEST(test_check)
 }
 END_TEST
 
+/* What registration takes: addresses, never a name to resolve. */
+START_TEST(test_literal)
+{
+	char	err[256];
+
+	ck_assert_int_eq(net_addr_literal("127.0.0.1:8000", err, sizeof err), 0);
+	ck_assert_int_eq(net_addr_literal("[::1]:80", err, sizeof err), 0);
+	ck_assert_int_eq(net_addr_literal("unix:/run/x.sock", err, sizeof err),
+	    0);
+	ck_assert_int_eq(net_addr_literal("localhost:80", err, sizeof err), -1);
+	ck_assert_str_eq(err, "bad address \"localhost:80\": a name, not an "
+	    "address");
+	ck_assert_int_eq(net_addr_literal("127.0.0.1", err, sizeof err), -1);
+	ck_assert_str_eq(err, "bad address \"127.0.0.1\": missing port");
+	ck_assert_int_eq(net_addr_literal("300.1.1.1:1", err, sizeof err), -1);
+}
+END_TEST
+
 START_TEST(test_tcp)
 {
 	struct net_addr	 na;
@@ -332,6 +350,7 @@ net_suite(void)
 	tcase_add_test(tc, test_parse);
 	tcase_add_test(tc, test_parse_errors);
 	tcase_add_test(tc, test_check);
+	tcase_add_test(tc, test_literal);
 	tcase_add_test(tc, test_tcp);
 	tcase_add_test(tc, test_connect_refused);
 	tcase_add_test(tc, test_unix);
