@@ -250,14 +250,16 @@ install: all
 	    $(DESTDIR)/etc/ingressd $(DESTDIR)/etc/logrotate.d \
 	    $(DESTDIR)$(UNITDIR)
 	install -m 755 $(BUILD)/ingressd $(DESTDIR)$(PREFIX)/sbin/ingressd
-	install -m 755 $(EXAMPLES) $(DESTDIR)$(PREFIX)/lib/ingressd/
+	install -m 755 $(EXAMPLES) $(BUILD)/ingressd-host \
+	    $(DESTDIR)$(PREFIX)/lib/ingressd/
+	install -m 644 $(MODULES) $(DESTDIR)$(PREFIX)/lib/ingressd/
 	sed 's|/usr/local|$(PREFIX)|g' docs/ingressd.8 > \
 	    $(DESTDIR)$(PREFIX)/share/man/man8/ingressd.8
 	chmod 644 $(DESTDIR)$(PREFIX)/share/man/man8/ingressd.8
 	install -m 644 docs/operations.md docs/conf.md \
 	    $(DESTDIR)$(PREFIX)/share/doc/ingressd/
 	install -m 644 replica/replica.h replica/replica_grpc.h \
-	    $(DESTDIR)$(PREFIX)/include/ingressd/
+	    replica/replica_module.h $(DESTDIR)$(PREFIX)/include/ingressd/
 	install -m 644 $(REPLICA_LIB) $(DESTDIR)$(LIBDIR)/
 	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(LIBDIR)|' \
 	    -e 's|@VERSION@|$(VERSION)|' replica/ingressd-replica.pc.in > \
