@@ -56,6 +56,7 @@ registry_conf_opts(const struct conf_deployment *cd, struct reg_epopts *o)
 	o->http.idle_timeout = cd->http.idle_timeout;
 	o->http.max_5xx = cd->http.max_5xx;
 	o->http.prewarm = cd->prewarm;
+	o->http.retry_idempotent = cd->http.retry_idempotent;
 }
 
 /* The protocol and its settings as text: part of the "command", so that
@@ -70,9 +71,10 @@ registry_opts_text(const struct conf_deployment *cd)
 	registry_conf_opts(cd, &o);
 	if (o.protocol[0] == '\0')
 		return strdup("");
-	if (asprintf(&s, "\n#http %s %g %g %g %u %d", o.http.health_path,
+	if (asprintf(&s, "\n#http %s %g %g %g %u %d %d", o.http.health_path,
 	    o.http.health_interval, o.http.health_timeout,
-	    o.http.idle_timeout, o.http.max_5xx, o.http.prewarm) == -1)
+	    o.http.idle_timeout, o.http.max_5xx, o.http.prewarm,
+	    o.http.retry_idempotent) == -1)
 		return NULL;
 	return s;
 }
