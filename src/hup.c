@@ -101,7 +101,7 @@ hup_to_idle(struct hup_conn *c)
 	TAILQ_REMOVE(&h->busy, c, link);
 	TAILQ_INSERT_HEAD(&h->idle, c, link);
 	c->on_idle = 1;
-	c->idle_since = monotime_now();
+	c->idle_since = monotime_coarse();	/* no clock read per request */
 	h->nidle++;
 }
 

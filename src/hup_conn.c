@@ -37,6 +37,7 @@
 
 #define HUP_READ_MAX	(256 * 1024)	/* input read ahead of the parser */
 #define HUP_WRITE_LOW	(64 * 1024)	/* credit the body back at this */
+#define HUP_PEEK_AFTER	0.5		/* s idle before a look on reuse */
 
 static void	hup_conn_read(struct hup_conn *);
 static void	hup_conn_read_cb(void *);
@@ -56,12 +57,30 @@ hup_peer(const struct hup *h)
 	return h->ep->id;
 }
 
+/*
+ * A body piece, pointing into the input segment being parsed: the bytes
+ * before it (chunk framing) are drained and the piece is moved to the
+ * body, whole chains without a copy.  Safe under the parser: nothing is
+ * freed (moved chains live on in c->body), and the parser never reads
+ * behind a piece it reported.
+ */
 static void
 hup_conn_on_body(void *arg, const char *p, size_t n)
 {
 	struct hup_conn *c = arg;
+	struct evbuffer *in;
+	size_t off;
 
-	evbuffer_add(c->body, p, n);
+	if (c->seg == NULL || p < c->seg || p + n > c->seg + c->seg_len ||
+	    (size_t)(p - c->seg) < c->seg_done) {
+		evbuffer_add(c->body, p, n);	/* not from the input */
+		return;
+	}
+	in = sock_input(c->sock);
+	off = (size_t)(p - c->seg);
+	evbuffer_drain(in, off - c->seg_done);
+	evbuffer_remove_buffer(in, c->body, n);
+	c->seg_done = off + n;
 }
 
 struct hup_conn *
@@ -280,7 +299,9 @@ hup_conn_stray(struct hup_conn *c, const char *what)
  * The event loop reads idle connections, but bytes (or a close) that
  * came in the same pass as the request about to use one are not read
  * yet: look before the request goes, so that it never takes them for
- * its response.
+ * its response.  Only after HUP_PEEK_AFTER idle: a server closes idle
+ * connections after seconds (the race retry_idempotent is about), and
+ * a look per request would be a fifth system call on the busy path.
  */
 int
 hup_conn_usable(struct hup_conn *c)
@@ -292,6 +313,8 @@ hup_conn_usable(struct hup_conn *c)
 		hup_conn_stray(c, "bytes");
 		return 0;
 	}
+	if (monotime_coarse() - c->idle_since < HUP_PEEK_AFTER)
+		return 1;
 	n = recv(sock_fd(c->sock), &b, 1, MSG_PEEK | MSG_DONTWAIT);
 	if (n == -1 && (errno == EAGAIN || errno == EWOULDBLOCK ||
 	    errno == EINTR))
@@ -428,9 +451,13 @@ hup_conn_read(struct hup_conn *c)
 		}
 		if (evbuffer_peek(in, (ev_ssize_t)n, NULL, &v, 1) < 1)
 			break;
-		rc = hup_parse_feed(c->parse, v.iov_base,
-		    v.iov_len < n ? v.iov_len : n, &used);
-		evbuffer_drain(in, used);
+		c->seg = v.iov_base;
+		c->seg_len = v.iov_len < n ? v.iov_len : n;
+		c->seg_done = 0;
+		rc = hup_parse_feed(c->parse, c->seg, c->seg_len, &used);
+		c->seg = NULL;
+		if (used > c->seg_done)
+			evbuffer_drain(in, used - c->seg_done);
 		hup_conn_deliver(c);
 		if (c->dead)
 			break;

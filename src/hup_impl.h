@@ -111,6 +111,9 @@ struct hup_conn {
 	uint64_t	 req_at;	/* where the current request starts */
 	double		 idle_since;
 	struct evbuffer	*body;		/* parsed body on its way */
+	const char	*seg;		/* the input segment being parsed */
+	size_t		 seg_len;
+	size_t		 seg_done;	/* of it, moved or drained already */
 	TAILQ_ENTRY(hup_conn) link;
 };
 
