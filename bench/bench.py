@@ -31,7 +31,7 @@ import urllib.request
 
 TARGETS = ["ingressd", "ingressd-inproc", "ingressd-http", "haproxy", "nginx-proxy", "h2o",
            "nginx-uwsgi", "nginx-direct"]
-STREAM_TARGETS = ["ingressd", "haproxy", "nginx-proxy", "h2o", "direct"]
+STREAM_TARGETS = ["ingressd", "ingressd-http", "haproxy", "nginx-proxy", "h2o", "direct"]
 TOOLS = ["wrk", "wrk1", "wrk1k", "ab", "abk"]
 MODES = ["down", "down-chunked", "up", "up-chunked"]
 REFS = [("nginx-proxy", "x nginx-proxy"), ("haproxy", "x haproxy"),
@@ -132,6 +132,13 @@ def cmd_ingressd_http_conf(args):
             }
         },
     }
+    if args.sink:
+        # Streams: bodies to and from bench/sink.py, as the proxies route.
+        conf["routes"][:0] = [{"prefix": p, "deployment": "sink"}
+                              for p in ("/sink", "/source")]
+        conf["deployments"]["sink"] = {
+            "endpoints": [args.sink], "protocol": "http",
+            "idle_timeout": 60}
     with open(args.out, "w") as f:
         json.dump(conf, f, indent=2)
         f.write("\n")
@@ -1270,6 +1277,7 @@ def main():
     p.add_argument("--runtime-dir", required=True)
     p.add_argument("--workers", default="1")
     p.add_argument("--origin", required=True)
+    p.add_argument("--sink", help="HOST:PORT of bench/sink.py (streams)")
     p.add_argument("--out", required=True)
     p.set_defaults(fn=cmd_ingressd_http_conf)
     p = sub.add_parser("ingressd-inproc-conf")

@@ -395,7 +395,8 @@ start_ingressd_http() {
 	mkdir -p "$TMP/ingressd-http/run"
 	$PY ingressd-http-conf --port "$P_SPARE" --workers "$WORKERS" \
 	    --runtime-dir "$TMP/ingressd-http/run" \
-	    --origin "127.0.0.1:$P_ORIGIN" --out "$TMP/ingressd-http/bench.json"
+	    --origin "127.0.0.1:$P_ORIGIN" --sink "127.0.0.1:$P_SINK" \
+	    --out "$TMP/ingressd-http/bench.json"
 	$PIN_SERVER "$BUILD/ingressd" -c "$TMP/ingressd-http/bench.json" \
 	    >"$RAW/ingressd-http.log" 2>&1 &
 	IHTTP_PID=$!
@@ -646,6 +647,7 @@ stream_url() {
 		esac
 		return ;;
 	haproxy)	base=$P_HAPROXY ;;
+	ingressd-http)	base=$P_SPARE ;;
 	nginx-proxy)	base=$P_PROXY ;;
 	h2o)		base=$P_H2O ;;
 	direct)		base=$P_ORIGIN
@@ -738,7 +740,7 @@ for t in $TARGETS; do
 	fi
 done
 for t in $ACTIVE; do
-	case $t in ingressd|haproxy|nginx-proxy|h2o)
+	case $t in ingressd|ingressd-http|haproxy|nginx-proxy|h2o)
 		STREAM_TARGETS="$STREAM_TARGETS $t" ;;
 	esac
 done

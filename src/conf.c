@@ -286,6 +286,7 @@ static const struct conf_key conf_deployment_keys[] = {
 	{ "health", conf_health, 0, 0, 0, 0 },
 	{ "idle_timeout", conf_seconds, D(http.idle_timeout), 0, 0, 0 },
 	{ "max_consecutive_5xx", conf_uint, D(http.max_5xx), 0, 1000000, 0 },
+	{ "retry_idempotent", conf_bool, D(http.retry_idempotent), 0, 0, 0 },
 	{ "tls", conf_upstream_tls, D(tls), 0, 0, 0 },
 	{ NULL, NULL, 0, 0, 0, 0 }
 };
@@ -1265,9 +1266,11 @@ conf_deployment(struct conf_ctx *ctx, struct conf_deployment *d,
 		return (-1);
 	if (d->protocol != CONF_PROTO_HTTP && (json_object_get(v, "health") ||
 	    json_object_get(v, "idle_timeout") ||
-	    json_object_get(v, "max_consecutive_5xx")))
-		return (conf_error(ctx, "\"health\", \"idle_timeout\" and "
-		    "\"max_consecutive_5xx\" need \"protocol\": \"http\""));
+	    json_object_get(v, "max_consecutive_5xx") ||
+	    json_object_get(v, "retry_idempotent")))
+		return (conf_error(ctx, "\"health\", \"idle_timeout\", "
+		    "\"max_consecutive_5xx\" and \"retry_idempotent\" need "
+		    "\"protocol\": \"http\""));
 	if (d->protocol == CONF_PROTO_HTTP && json_object_get(v, "tls"))
 		return (conf_error(ctx, "\"tls\" is for the wire protocol: "
 		    "HTTP replicas over TLS are not supported yet"));

@@ -127,6 +127,9 @@ struct conf_http {
 	double		 health_timeout;  /* a check's answer within */
 	double		 idle_timeout;	/* keep-alive connection kept idle */
 	unsigned	 max_5xx;	/* this many 5xx in a row: out; 0 off */
+	int		 retry_idempotent; /* resend an idempotent request once
+					 * when a reused connection fails
+					 * before any response byte */
 };
 
 /* source inproc: the module (replica_module.h) and its args. */

@@ -101,7 +101,7 @@ hup_to_idle(struct hup_conn *c)
 	TAILQ_REMOVE(&h->busy, c, link);
 	TAILQ_INSERT_HEAD(&h->idle, c, link);
 	c->on_idle = 1;
-	c->idle_since = monotime_now();
+	c->idle_since = monotime_coarse();	/* no clock read per request */
 	h->nidle++;
 }
 
@@ -328,6 +328,10 @@ hup_on_failed(struct hup_conn *c, enum hup_job job, const char *why,
 
 	if (job == HJ_REQUEST)
 		h->in_flight--;
+	/* A connect that fails (refused, timed out) is a failed check, the
+	 * probe's own aside: the proof a replica without one relies on. */
+	if (!c->connected && job != HJ_PROBE)
+		registry_count_health(h->st, 0);
 	if (job == HJ_PROBE && h->probe == c) {
 		hup_publish(h);
 		hup_probe_done(h, 0, why);
@@ -354,6 +358,39 @@ hup_keep_one(const struct hup *h)
 	return h->ep->http.prewarm && h->nconns <= 1;
 }
 
+/* The earliest connect deadline (INFINITY: none connecting). */
+static double
+hup_connect_due(const struct hup *h)
+{
+	const struct hup_conn *c;
+	double next = INFINITY;
+
+	if (h->nconnecting == 0)
+		return next;
+	TAILQ_FOREACH(c, &h->busy, link)
+		if (!c->connected)
+			next = fmin(next, c->connect_by);
+	return next;
+}
+
+/* Connects past timeouts.connect fail (each may change the lists:
+ * start over after one). */
+static void
+hup_expire_connects(struct hup *h, double now)
+{
+	struct hup_conn *c;
+
+again:
+	if (h->nconnecting == 0)
+		return;
+	TAILQ_FOREACH(c, &h->busy, link) {
+		if (!c->connected && !c->dead && now >= c->connect_by) {
+			hup_conn_connect_timeout(c);
+			goto again;
+		}
+	}
+}
+
 /* Arm the one timer for whatever is due first. */
 static void
 hup_schedule(struct hup *h)
@@ -366,6 +403,7 @@ hup_schedule(struct hup *h)
 		return;
 	if (h->state == REG_E_DOWN && h->retry_at > 0)
 		next = h->retry_at;
+	next = fmin(next, hup_connect_due(h));
 	if (h->probe != NULL)
 		next = fmin(next, h->probe_deadline);
 	else if (hup_has_health(h) && h->state == REG_E_READY)
@@ -403,6 +441,7 @@ hup_timer_cb(evutil_socket_t fd, short what, void *arg)
 	struct hup *h = arg;
 	double now = monotime_now();
 
+	hup_expire_connects(h, now);
 	if (h->probe != NULL && now >= h->probe_deadline)
 		hup_conn_close(h->probe, 0, "health check timed out");
 	else if (h->probe == NULL && h->state == REG_E_DOWN &&
@@ -456,6 +495,7 @@ hup_warm(struct hup *h)
 	if (h->state == REG_E_IDLE)
 		hup_set_state(h, REG_E_CONNECTING);
 	hup_publish(h);
+	hup_schedule(h);
 }
 
 /* The edge's ops (upconn.h) --------------------------------------------- */
@@ -608,10 +648,14 @@ hup_attach(struct upconn *u, struct stream *s)
 
 	if (!hup_is_ready(u) || h->in_flight >= hup_capacity(u))
 		return -1;
-	if ((c = TAILQ_FIRST(&h->idle)) != NULL)
+	while ((c = TAILQ_FIRST(&h->idle)) != NULL && !hup_conn_usable(c))
+		continue;
+	if (c != NULL)
 		hup_to_busy(c);
 	else if ((c = hup_conn_open(h)) == NULL)
 		return -1;
+	else
+		hup_schedule(h);	/* its connect deadline */
 	h->in_flight++;
 	rv = hup_conn_request(c, s);
 	if (rv != 0 || c->job != HJ_REQUEST) {

@@ -22,10 +22,12 @@
 #include <event2/buffer.h>
 #include <event2/event.h>
 
+#include "conf.h"
 #include "hup_impl.h"
 #include "hup_parse.h"
 #include "hup_req.h"
 #include "log.h"
+#include "monotime.h"
 #include "net.h"
 #include "registry_publish.h"
 #include "sock.h"
@@ -35,6 +37,7 @@
 
 #define HUP_READ_MAX	(256 * 1024)	/* input read ahead of the parser */
 #define HUP_WRITE_LOW	(64 * 1024)	/* credit the body back at this */
+#define HUP_PEEK_AFTER	0.5		/* s idle before a look on reuse */
 
 static void	hup_conn_read(struct hup_conn *);
 static void	hup_conn_read_cb(void *);
@@ -54,12 +57,30 @@ hup_peer(const struct hup *h)
 	return h->ep->id;
 }
 
+/*
+ * A body piece, pointing into the input segment being parsed: the bytes
+ * before it (chunk framing) are drained and the piece is moved to the
+ * body, whole chains without a copy.  Safe under the parser: nothing is
+ * freed (moved chains live on in c->body), and the parser never reads
+ * behind a piece it reported.
+ */
 static void
 hup_conn_on_body(void *arg, const char *p, size_t n)
 {
 	struct hup_conn *c = arg;
+	struct evbuffer *in;
+	size_t off;
 
-	evbuffer_add(c->body, p, n);
+	if (c->seg == NULL || p < c->seg || p + n > c->seg + c->seg_len ||
+	    (size_t)(p - c->seg) < c->seg_done) {
+		evbuffer_add(c->body, p, n);	/* not from the input */
+		return;
+	}
+	in = sock_input(c->sock);
+	off = (size_t)(p - c->seg);
+	evbuffer_drain(in, off - c->seg_done);
+	evbuffer_remove_buffer(in, c->body, n);
+	c->seg_done = off + n;
 }
 
 struct hup_conn *
@@ -85,6 +106,8 @@ hup_conn_open(struct hup *h)
 	}
 	TAILQ_INSERT_TAIL(&h->busy, c, link);
 	h->nconns++;
+	h->nconnecting++;
+	c->connect_by = monotime_now() + h->w->conf->timeouts.connect;
 	return c;
 }
 
@@ -136,6 +159,7 @@ hup_conn_request(struct hup_conn *c, struct stream *s)
 	if (c->dead || c->job != HJ_NONE)
 		return -1;
 	c->id = ++c->pool->next_id;
+	c->idempotent = 0;
 	if (stream_encode(s, c->id, c->body) == -1) {
 		evbuffer_drain(c->body, evbuffer_get_length(c->body));
 		stream_on_fail(s, 431, "request head too large to forward");
@@ -149,6 +173,7 @@ hup_conn_request(struct hup_conn *c, struct stream *s)
 	out = sock_output(c->sock);
 	before = evbuffer_get_length(out);
 	c->req_at = c->out_added;
+	c->idempotent = hup_req_is_idempotent(&wr);
 	hup_req_head(out, &wr, !end, c->pool->host, &c->chunked);
 	hup_conn_queued(c, before);
 	hup_parse_start(c->parse, hup_req_is_head(&wr));
@@ -188,6 +213,8 @@ hup_conn_bury(struct hup_conn *c)
 	c->dead = 1;
 	sock_free(c->sock);
 	c->sock = NULL;
+	if (!c->connected)
+		h->nconnecting--;
 	if (c->on_idle) {
 		TAILQ_REMOVE(&h->idle, c, link);
 		h->nidle--;
@@ -200,9 +227,25 @@ hup_conn_bury(struct hup_conn *c)
 }
 
 /*
+ * The classic keep-alive race: the server closed a connection it had
+ * idle just as our request went out.  Nothing of a response came, so
+ * with retry_idempotent a request that may be repeated goes again (on
+ * another connection; stream_retry bounds the tries and refuses a body
+ * it can no longer replay).
+ */
+static int
+hup_conn_raced(const struct hup_conn *c)
+{
+	return c->pool->ep->http.retry_idempotent && c->idempotent &&
+	    c->exchanges > 0 && c->connected && hup_parse_idle(c->parse);
+}
+
+/*
  * The connection ends badly.  A stream on it whose request never left the
  * socket (the server cannot have seen it) goes back to its handle for
- * another replica; any other gets status (502: it may have acted on it).
+ * another replica, as does an idempotent one caught in the keep-alive
+ * race (hup_conn_raced); any other gets status (502: it may have acted
+ * on it).
  */
 static void
 hup_conn_fail(struct hup_conn *c, int status, const char *why,
@@ -211,20 +254,77 @@ hup_conn_fail(struct hup_conn *c, int status, const char *why,
 	struct stream *s = c->s;
 	enum hup_job job = c->job;
 	uint64_t written = c->out_added;
+	int again;
 
 	if (c->dead)
 		return;
 	if (c->sock != NULL)
 		written -= sock_output_len(c->sock);
+	again = s != NULL && status != 0 && (written <= c->req_at ||
+	    hup_conn_raced(c));
+	if (again && written > c->req_at)
+		replica_fault = 0;	/* the race, not a broken replica */
 	c->s = NULL;
 	hup_conn_bury(c);
 	c->job = HJ_NONE;
 	c->pool->hooks->failed(c, job, why, replica_fault);
 	if (s == NULL || status == 0)
 		return;
-	if (written <= c->req_at && stream_retry(s) == 0)
+	if (again && stream_retry(s) == 0) {
+		if (written > c->req_at)
+			log_info("replica %s (%s): %s before any response: "
+			    "idempotent request sent again", hup_peer(c->pool),
+			    c->pool->ep->addr.text, why);
 		return;
+	}
 	stream_on_fail(s, status, why);
+}
+
+void
+hup_conn_connect_timeout(struct hup_conn *c)
+{
+	hup_conn_fail(c, 502, "cannot connect: timed out", 1);
+}
+
+/* Discarded for what came while it sat idle: nobody's response. */
+static void
+hup_conn_stray(struct hup_conn *c, const char *what)
+{
+	log_warnx("replica %s (%s): %s on an idle connection: discarded",
+	    hup_peer(c->pool), c->pool->ep->addr.text, what);
+	hup_conn_close(c, 0, "stray bytes on an idle connection");
+}
+
+/*
+ * The event loop reads idle connections, but bytes (or a close) that
+ * came in the same pass as the request about to use one are not read
+ * yet: look before the request goes, so that it never takes them for
+ * its response.  Only after HUP_PEEK_AFTER idle: a server closes idle
+ * connections after seconds (the race retry_idempotent is about), and
+ * a look per request would be a fifth system call on the busy path.
+ */
+int
+hup_conn_usable(struct hup_conn *c)
+{
+	char b;
+	ssize_t n;
+
+	if (sock_input_len(c->sock) > 0) {
+		hup_conn_stray(c, "bytes");
+		return 0;
+	}
+	if (monotime_coarse() - c->idle_since < HUP_PEEK_AFTER)
+		return 1;
+	n = recv(sock_fd(c->sock), &b, 1, MSG_PEEK | MSG_DONTWAIT);
+	if (n == -1 && (errno == EAGAIN || errno == EWOULDBLOCK ||
+	    errno == EINTR))
+		return 1;
+	if (n > 0)
+		hup_conn_stray(c, "bytes");
+	else
+		hup_conn_close(c, 0, n == 0 ? "connection closed by replica" :
+		    strerror(errno));
+	return 0;
 }
 
 void
@@ -267,6 +367,7 @@ hup_conn_finish(struct hup_conn *c)
 	}
 	c->s = NULL;
 	c->job = HJ_NONE;
+	c->exchanges++;
 	if (!keep)
 		hup_conn_bury(c);
 	c->pool->hooks->finished(c, job, c->status, keep);
@@ -341,7 +442,7 @@ hup_conn_read(struct hup_conn *c)
 	while (!c->dead && (len = evbuffer_get_length(in =
 	    sock_input(c->sock))) > 0) {
 		if (c->job == HJ_NONE) {
-			hup_conn_fault(c, "bytes on an idle connection");
+			hup_conn_stray(c, "bytes");
 			break;
 		}
 		if ((n = hup_conn_budget(c, len)) == 0) {
@@ -350,9 +451,13 @@ hup_conn_read(struct hup_conn *c)
 		}
 		if (evbuffer_peek(in, (ev_ssize_t)n, NULL, &v, 1) < 1)
 			break;
-		rc = hup_parse_feed(c->parse, v.iov_base,
-		    v.iov_len < n ? v.iov_len : n, &used);
-		evbuffer_drain(in, used);
+		c->seg = v.iov_base;
+		c->seg_len = v.iov_len < n ? v.iov_len : n;
+		c->seg_done = 0;
+		rc = hup_parse_feed(c->parse, c->seg, c->seg_len, &used);
+		c->seg = NULL;
+		if (used > c->seg_done)
+			evbuffer_drain(in, used - c->seg_done);
 		hup_conn_deliver(c);
 		if (c->dead)
 			break;
@@ -392,6 +497,7 @@ hup_conn_connected_cb(void *arg)
 	struct hup_conn *c = arg;
 
 	c->connected = 1;
+	c->pool->nconnecting--;
 	if (c->pool->ep->addr.ss.ss_family != AF_UNIX)
 		net_nodelay(sock_fd(c->sock));
 	c->pool->hooks->connected(c);
@@ -415,7 +521,10 @@ hup_conn_error_cb(void *arg, int eof)
 		snprintf(why, sizeof(why), "%s", eof ?
 		    "connection closed by replica" : strerror(errno));
 	if (c->job == HJ_NONE && c->connected) {
-		hup_conn_close(c, 0, why);	/* idle: the server's choice */
+		/* Idle: the server's choice (its keep-alive timeout). */
+		log_debug("replica %s (%s): idle connection: %s",
+		    hup_peer(c->pool), c->pool->ep->addr.text, why);
+		hup_conn_close(c, 0, why);
 		return;
 	}
 	if (c->job != HJ_NONE && c->connected)

@@ -66,6 +66,7 @@ struct hup {
 	struct hup_conn_q dead;		/* closed, freed by reap */
 	unsigned	 nconns;	/* idle + busy */
 	unsigned	 nidle;
+	unsigned	 nconnecting;	/* busy ones not connected yet */
 	unsigned	 in_flight;	/* HJ_REQUEST */
 	LIST_HEAD(, upconn_watch) watchers;
 	LIST_HEAD(, upconn_watch) waiters;
@@ -101,12 +102,18 @@ struct hup_conn {
 	int		 dead;
 	int		 on_idle;	/* on the pool's idle list, else busy */
 	int		 in_read;	/* inside its read callback */
+	int		 idempotent;	/* the request's method is (RFC 9110) */
+	unsigned	 exchanges;	/* finished on it: reused when > 0 */
+	double		 connect_by;	/* timeouts.connect, until connected */
 	uint64_t	 credit;	/* response bytes the stream takes */
 	uint64_t	 owed;		/* request body not yet credited back */
 	uint64_t	 out_added;	/* bytes ever queued on the socket */
 	uint64_t	 req_at;	/* where the current request starts */
 	double		 idle_since;
 	struct evbuffer	*body;		/* parsed body on its way */
+	const char	*seg;		/* the input segment being parsed */
+	size_t		 seg_len;
+	size_t		 seg_done;	/* of it, moved or drained already */
 	TAILQ_ENTRY(hup_conn) link;
 };
 
@@ -119,6 +126,12 @@ void		 hup_conn_probe(struct hup_conn *, const char *path);
 /* Close now: a stream still on it is failed with status (0: it is gone
  * already, as after a cancel). */
 void		 hup_conn_close(struct hup_conn *, int status, const char *why);
+/* Its connect took longer than timeouts.connect: failed (the replica's
+ * fault, so the pool backs off). */
+void		 hup_conn_connect_timeout(struct hup_conn *);
+/* An idle connection about to be reused: 1 if nothing came on it (no
+ * stray byte, no close), else it is closed and 0. */
+int		 hup_conn_usable(struct hup_conn *);
 void		 hup_conn_free(struct hup_conn *);
 /* Parse input that waited for credit (from the pool's deferred event). */
 void		 hup_conn_resume_all(struct hup *);

@@ -40,6 +40,7 @@ struct hup_parse {
 	void		*arg;
 	char		*buf;		/* the head, as received; grows */
 	size_t		 len;		/* to HUP_MAX_HEAD, kept for reuse */
+	size_t		 line;		/* bytes of the line being read */
 	size_t		 cap;
 	struct wire_field fields[HUP_MAX_FIELDS];
 	struct hup_resp	 resp;
@@ -99,18 +100,17 @@ hup_parse_free(struct hup_parse *p)
 	free(p);
 }
 
-/* Room for one more head byte: 0, or -1 (over the limit, or no memory). */
+/* Room for need more head bytes: 0, or -1 (no memory). */
 static int
-hup_room(struct hup_parse *p)
+hup_reserve(struct hup_parse *p, size_t need)
 {
 	size_t ncap;
 	char *nb;
 
-	if (p->len < p->cap)
+	if (p->len + need <= p->cap)
 		return 0;
-	if (p->cap >= HUP_MAX_HEAD)
-		return -1;
-	ncap = p->cap ? p->cap * 2 : 1024;
+	for (ncap = p->cap ? p->cap : 1024; ncap < p->len + need; ncap *= 2)
+		continue;
 	if (ncap > HUP_MAX_HEAD)
 		ncap = HUP_MAX_HEAD;
 	if ((nb = realloc(p->buf, ncap)) == NULL)
@@ -131,6 +131,7 @@ hup_parse_start(struct hup_parse *p, int is_head)
 	p->keep_alive = 0;
 	p->error = NULL;
 	p->len = 0;
+	p->line = 0;
 	memset(&p->resp, 0, sizeof(p->resp));
 }
 
@@ -143,46 +144,55 @@ hup_fail(struct hup_parse *p, const char *why)
 }
 
 /*
- * Copy head bytes while checking them: CRLF only, no NUL or other
- * control but HTAB.  Returns how many bytes of q were taken; *end is set
- * when the empty line ending the head was.
+ * Check head bytes, then copy them: CRLF only, no NUL or other control
+ * but HTAB.  Returns how many bytes of q were taken; *end is set when the
+ * empty line ending the head was.  One pass over the bytes, one copy.
  */
 static size_t
 hup_scan(struct hup_parse *p, const char *q, size_t n, int *end)
 {
-	size_t i;
-	unsigned char c, prev;
+	size_t i, take = n;
+	unsigned char c, prev = p->len > 0 ?
+	    (unsigned char)p->buf[p->len - 1] : 0;
+	const char *why = NULL;
 
 	*end = 0;
-	for (i = 0; i < n; i++) {
+	if (take > HUP_MAX_HEAD - p->len)
+		take = HUP_MAX_HEAD - p->len;
+	for (i = 0; i < take && why == NULL; i++, prev = c) {
 		c = (unsigned char)q[i];
-		prev = p->len > 0 ? (unsigned char)p->buf[p->len - 1] : 0;
-		if (prev == '\r' && c != '\n') {
-			hup_fail(p, "bare CR in the response head");
-			return i;
-		}
-		if (c == '\n' && prev != '\r') {
-			hup_fail(p, "bare LF in the response head");
-			return i;
-		}
-		if ((c < 0x20 && c != '\t' && c != '\r' && c != '\n') ||
-		    c == 0x7f) {
-			hup_fail(p, c == 0 ? "NUL in the response head" :
-			    "control character in the response head");
-			return i;
-		}
-		if (hup_room(p) == -1) {
-			hup_fail(p, "response head too large");
-			return i;
-		}
-		p->buf[p->len++] = (char)c;
-		if (c == '\n' && p->len >= 4 &&
-		    memcmp(p->buf + p->len - 4, "\r\n\r\n", 4) == 0) {
-			*end = 1;
-			return i + 1;
-		}
+		p->line++;
+		if (prev == '\r' && c != '\n')
+			why = "bare CR in the response head";
+		else if (c >= 0x20 && c != 0x7f)
+			continue;
+		else if (c == '\n') {
+			if (prev != '\r')
+				why = "bare LF in the response head";
+			else if (p->line == 2 && p->len + i + 1 >= 4) {
+				*end = 1;
+				take = i + 1;
+			}
+			p->line = 0;
+		} else if (c != '\r' && c != '\t')
+			why = c == 0 ? "NUL in the response head" :
+			    "control character in the response head";
 	}
-	return n;
+	if (why != NULL) {
+		hup_fail(p, why);
+		return i - 1;
+	}
+	if (!*end && take < n)
+		why = "response head too large";
+	if (why == NULL && hup_reserve(p, take) == -1)
+		why = "response head too large";
+	if (why != NULL) {
+		hup_fail(p, why);
+		return take;
+	}
+	memcpy(p->buf + p->len, q, take);
+	p->len += take;
+	return take;
 }
 
 /* "HTTP/1.x NNN reason": the version and the status, or -1. */
@@ -326,6 +336,7 @@ hup_head(struct hup_parse *p)
 		if (p->resp.content_length >= 0 || p->resp.chunked)
 			return hup_fail(p, "1xx response with a body");
 		p->len = 0;
+		p->line = 0;
 		return HUP_MORE;
 	}
 	e = llhttp_execute(&p->ll, p->buf, p->len);

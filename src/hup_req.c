@@ -23,6 +23,21 @@ hup_req_is_head(const struct wire_request *r)
 	return r->method.len == 4 && memcmp(r->method.p, "HEAD", 4) == 0;
 }
 
+int
+hup_req_is_idempotent(const struct wire_request *r)
+{
+	static const char *const m[] = {
+		"GET", "HEAD", "OPTIONS", "PUT", "DELETE", "TRACE",
+	};
+	size_t i;
+
+	for (i = 0; i < sizeof(m) / sizeof(m[0]); i++)
+		if (r->method.len == strlen(m[i]) &&
+		    memcmp(r->method.p, m[i], r->method.len) == 0)
+			return 1;
+	return 0;
+}
+
 void
 hup_req_head(struct evbuffer *out, const struct wire_request *r,
     int has_body, const char *host, int *chunked)

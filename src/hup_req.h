@@ -30,5 +30,8 @@ void	 hup_req_probe(struct evbuffer *out, const char *path,
 	    const char *host);
 /* Is the method HEAD (its response has no body)? */
 int	 hup_req_is_head(const struct wire_request *);
+/* Is the method idempotent (RFC 9110 9.2.2: GET HEAD OPTIONS PUT DELETE
+ * TRACE)? */
+int	 hup_req_is_idempotent(const struct wire_request *);
 
 #endif

@@ -192,7 +192,8 @@ registry_same_endpoint(const struct reg_endpoint *ep, const char *text,
 	    a->health_interval == b->health_interval &&
 	    a->health_timeout == b->health_timeout &&
 	    a->idle_timeout == b->idle_timeout && a->max_5xx == b->max_5xx &&
-	    a->prewarm == b->prewarm;
+	    a->prewarm == b->prewarm &&
+	    a->retry_idempotent == b->retry_idempotent;
 }
 
 /* An endpoint by address and options: an existing one, one planned

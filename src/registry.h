@@ -67,6 +67,7 @@ struct reg_http {
 	double		 idle_timeout;
 	unsigned	 max_5xx;		/* a run of 5xx: out; 0 off */
 	int		 prewarm;		/* keep a connection open ahead */
+	int		 retry_idempotent;	/* conf_http's */
 };
 
 /*

@@ -85,6 +85,7 @@ registry_conf_opts(const struct conf_deployment *cd, struct reg_epopts *o)
 	o->http.idle_timeout = cd->http.idle_timeout;
 	o->http.max_5xx = cd->http.max_5xx;
 	o->http.prewarm = cd->prewarm;
+	o->http.retry_idempotent = cd->http.retry_idempotent;
 }
 
 /* The protocol and its settings as text: part of the "command", so that
@@ -101,10 +102,11 @@ registry_opts_text(const struct conf_deployment *cd)
 		return strdup("");
 	if (cd->source == CONF_INPROC)
 		return strdup("");	/* the argv text says it all */
-	if (asprintf(&s, "\n#%s %s %g %g %g %u %d", o.protocol,
+	if (asprintf(&s, "\n#%s %s %g %g %g %u %d %d", o.protocol,
 	    o.http.health_path,
 	    o.http.health_interval, o.http.health_timeout,
-	    o.http.idle_timeout, o.http.max_5xx, o.http.prewarm) == -1)
+	    o.http.idle_timeout, o.http.max_5xx, o.http.prewarm,
+	    o.http.retry_idempotent) == -1)
 		return NULL;
 	return s;
 }

@@ -281,12 +281,19 @@ class Hostile:
 				path = head.split(b" ")[1].decode("latin-1")
 				with self.lock:
 					rec["paths"].append(path)
-				s.sendall(self.bad if path == "/bad" else GOOD)
+				if not self.answer(s, rec, path):
+					return
 		except OSError:
 			with self.lock:
 				rec["closed"] = True
 		finally:
 			s.close()
+
+	def answer(self, s, rec, path):
+		"""Answer one request; False: close the connection (a subclass
+		scripts other behaviour here)."""
+		s.sendall(self.bad if path == "/bad" else GOOD)
+		return True
 
 	def closed_after_bad(self):
 		"""Was every connection that carried /bad closed by the proxy?"""
@@ -321,3 +328,21 @@ def timed(fn):
 	t0 = time.monotonic()
 	out = fn()
 	return out, time.monotonic() - t0
+
+
+class Scripted(Hostile):
+	"""A raw-socket backend scripted per request: on(s, rec, path) answers
+	(rec["paths"] holds the paths this connection carried, this one
+	last) and says whether the connection stays open."""
+
+	def __init__(self, on):
+		super().__init__(b"")
+		self.on = on
+
+	def answer(self, s, rec, path):
+		return self.on(s, rec, path)
+
+	def connections(self):
+		with self.lock:
+			return len(self.conns)
+

@@ -12,7 +12,8 @@ import unittest
 
 from harness import (Conn, Daemon, HTTPError, RssSampler, base_conf,
     free_port, metric, request, scrape, timeout, wait_until)
-from http_backends import Hostile, Nginx, Origin, Uvicorn, wait_ready
+from http_backends import (GOOD, Hostile, Nginx, Origin, Scripted, Uvicorn,
+    wait_ready)
 
 
 def http_conf(deployments, routes=None, **top):
@@ -483,6 +484,114 @@ class HostileResponses(unittest.TestCase):
 		    hb.address)})) as d:
 			r = d.request("GET", "/h/bad")
 			self.assertEqual((r.status, r.body), (200, b"ok"))
+
+
+class PoolRaces(unittest.TestCase):
+	"""What a keep-alive pool must survive: the server closing an idle
+	connection as a request goes out, stray bytes on an idle connection,
+	a connect that never completes."""
+
+	@staticmethod
+	def close_second(s, rec, path):
+		"""Answer a connection's first request; close it on the second
+		without a byte (as a server whose idle timeout fired just as
+		the request was written)."""
+		if len(rec["paths"]) >= 2:
+			return False
+		s.sendall(GOOD)
+		return True
+
+	def race(self, **extra):
+		with Scripted(self.close_second) as sb, Daemon(conf=http_conf(
+		    {"h": http_dep(sb.address, **extra)})) as d:
+			with d.conn() as c:
+				self.assertEqual(c.request("GET", "/h/a").status, 200)
+				r = c.request("GET", "/h/b")
+			return r, sb.connections()
+
+	def test_idempotent_retry_opt_in(self):
+		"""retry_idempotent: a GET sent on a reused connection that the
+		server closes before any response byte goes again on a new
+		connection (200); without the key, 502 as before."""
+		r, n = self.race(retry_idempotent=True)
+		self.assertEqual((r.status, r.body), (200, b"good\n"), r)
+		self.assertEqual(n, 2)
+		r, _ = self.race()
+		self.assertEqual(r.status, 502, r)
+
+	def test_retry_idempotent_not_for_post(self):
+		"""A POST is not idempotent: 502 even with the key."""
+		with Scripted(self.close_second) as sb, Daemon(conf=http_conf(
+		    {"h": http_dep(sb.address, retry_idempotent=True)})) as d:
+			with d.conn() as c:
+				self.assertEqual(c.request("GET", "/h/a").status, 200)
+				r = c.request("POST", "/h/b", body=b"x")
+			self.assertEqual(r.status, 502, r)
+
+	def test_stray_bytes_on_idle_connection_discarded(self):
+		"""Bytes that come on an idle pooled connection after a complete
+		response (in a later read) discard it: the next request, on the
+		same client connection, gets a clean 200 on a new one."""
+		def stray(s, rec, path):
+			s.sendall(GOOD)
+			if path == "/stray":
+				def later():
+					time.sleep(0.1)
+					try:
+						s.sendall(b"HTTP/1.1 200 OK\r\n"
+						    b"Content-Length: 5\r\n\r\nSMUGG")
+					except OSError:
+						pass
+				threading.Thread(target=later, daemon=True).start()
+			return True
+		with Scripted(stray) as sb, Daemon(conf=http_conf(
+		    {"h": http_dep(sb.address)})) as d:
+			with d.conn() as c:
+				self.assertEqual(c.request("GET", "/h/stray").body,
+				    b"good\n")
+				time.sleep(0.4)
+				r = c.request("GET", "/h/next")
+				self.assertEqual((r.status, r.body), (200, b"good\n"),
+				    r)
+			self.assertIn("bytes on an idle connection: discarded",
+			    d.log_text())
+			self.assertEqual(sb.connections(), 2)
+			# Only that connection: the replica stays in rotation.
+			self.assertNotIn("out of rotation", d.log_text())
+
+	def test_warm_connect_timeout_backs_off(self):
+		"""A replica whose connect never completes (a listener whose
+		accept queue is full: the kernel drops the SYNs) is not left
+		"connecting": timeouts.connect fails it as a check, the replica
+		backs off and tries again."""
+		ls = socket.socket()
+		ls.bind(("127.0.0.1", 0))
+		ls.listen(0)
+		fill = []
+		try:
+			for _ in range(2):	# backlog 0 queues one; two to be sure
+				f = socket.socket()
+				f.setblocking(False)
+				f.connect_ex(ls.getsockname())
+				fill.append(f)
+			time.sleep(0.1)
+			addr = "127.0.0.1:%d" % ls.getsockname()[1]
+			conf = http_conf({"h": http_dep(addr, queue_timeout=1)})
+			conf["timeouts"]["connect"] = 0.3
+			with Daemon(conf=conf) as d:
+				# First use makes the pool (and its connect).
+				r = d.request("GET", "/h/x")
+				self.assertEqual(r.status, 503, r)
+				rep = lambda: d.deployments()["h"]["replicas"][0]
+				wait_until(lambda: rep()["health_failed"] >= 2, 5,
+				    what="two connects timed out, counted as checks")
+				self.assertIn("cannot connect: timed out",
+				    d.log_text())
+				self.assertNotEqual(rep()["state"], "ready")
+		finally:
+			for f in fill:
+				f.close()
+			ls.close()
 
 
 if __name__ == "__main__":
