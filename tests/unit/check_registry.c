@@ -557,7 +557,7 @@ START_TEST(test_register)
 	ck_assert_int_eq(registry_register(r, "m1", "c", "127.0.0.1:99999",
 	    1, &v, err, sizeof err), REG_EINVAL);
 	ck_assert_str_eq(err, "bad address \"127.0.0.1:99999\": port out of "
-	    "range");
+	    "range (must be IP:PORT, [IPv6]:PORT or unix:PATH)");
 	ck_assert_int_eq(registry_register(r, "api", "c", "127.0.0.1:1", 1,
 	    &v, err, sizeof err), REG_ECONFLICT);
 	ck_assert_int_eq(registry_unregister(r, "api", "c", &v, err,
