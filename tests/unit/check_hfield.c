@@ -50,7 +50,7 @@ forward(const struct pair *in, unsigned n, const char *host, unsigned max,
     struct got *g)
 {
 	struct hfield_req req = { get, in, n, host, host ? strlen(host) : 0,
-	    "10.0.0.9", "https" };
+	    "10.0.0.9", "https", NULL };
 	struct hfield_out out;
 
 	memset(g, 0, sizeof(*g));
