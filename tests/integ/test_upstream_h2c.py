@@ -188,11 +188,22 @@ class GrpcUpstream(unittest.TestCase):
 			    d.deployments()["g"]["replicas"]), timeout=5)
 			futs = [ch.unary_unary("/t.S/Slow").future(b"1.5",
 			    metadata=(("x-tag", "g%d" % i),)) for i in range(6)]
-			wait_until(lambda: sum(1 for ln in a.lines()
-			    if ln.startswith("started")) >= 1, timeout=5)
-			na = sum(1 for ln in a.lines() if ln.startswith("started"))
+			def started(be):
+				return sum(1 for ln in be.lines()
+				    if ln.startswith("started"))
+
+			# Every call reached a server (and some a) before the stop,
+			# so none of them is still on its way when GOAWAY comes.
+			wait_until(lambda: started(a) >= 1 and
+			    started(a) + started(b) >= 6, timeout=5)
+			na = started(a)
 			a.proc.terminate()		# stop(grace): GOAWAY
-			time.sleep(0.3)
+
+			def a_out():
+				return all(r["state"] != "ready" for r in
+				    d.deployments()["g"]["replicas"]
+				    if r["address"] == a.address)
+			wait_until(a_out, timeout=5, what="a out of rotation")
 			whos = [self.call(ch, "Who") for _ in range(10)]
 			self.assertEqual(set(whos), {b"b"})
 			for f in futs:
