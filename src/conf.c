@@ -596,6 +596,7 @@ conf_load(const char *path, char *err, size_t errlen)
 	conf_defaults(conf);
 	memset(&ctx, 0, sizeof ctx);
 	ctx.conf = conf;
+	ctx.path = conf->path;
 	ctx.err = err;
 	ctx.errlen = errlen;
 	if (!json_is_object(root)) {

@@ -8,7 +8,6 @@
 
 #include <jansson.h>
 
-#include "conf.h"
 #include "conf_walk.h"
 
 /*
@@ -37,9 +36,9 @@ conf_error(struct conf_ctx *ctx, const char *fmt, ...)
 	vsnprintf(msg, sizeof msg, fmt, ap);
 	va_end(ap);
 	if (ctx->kplen == 0)
-		snprintf(ctx->err, ctx->errlen, "%s: %s", ctx->conf->path, msg);
+		snprintf(ctx->err, ctx->errlen, "%s: %s", ctx->path, msg);
 	else
-		snprintf(ctx->err, ctx->errlen, "%s: %s: %s", ctx->conf->path,
+		snprintf(ctx->err, ctx->errlen, "%s: %s: %s", ctx->path,
 		    ctx->kpath, msg);
 	conf_sanitize(ctx->err);
 	return (-1);

@@ -22,8 +22,11 @@
 
 #define CONF_MAX_SECONDS 86400
 
+struct conf;
+
 struct conf_ctx {
-	struct conf	*conf;
+	struct conf	*conf;		/* the schema's; the walker never reads it */
+	const char	*path;		/* the file, for messages */
 	char		*err;
 	size_t		 errlen;
 	char		 kpath[512];	/* "deployments.echo.spawn" */
