@@ -231,7 +231,7 @@ conformance: all
 build-fuzz/fuzz_%: tests/fuzz/fuzz_%.c $(LIB_SRC) $(LLHTTP_SRC_DIR)/llhttp.c
 	@mkdir -p $(dir $@)
 	clang -std=c11 -g -O1 -fsanitize=fuzzer,address,undefined $(DEFS) \
-	    -Isrc -I$(LLHTTP_INC_DIR) $(PKG_CFLAGS) -o $@ $< $(LIB_SRC) \
+	    -Isrc -Ireplica -I$(LLHTTP_INC_DIR) $(PKG_CFLAGS) -o $@ $< $(LIB_SRC) \
 	    $(addprefix $(LLHTTP_SRC_DIR)/,api.c http.c llhttp.c) $(LIBS)
 
 # The conf goes in only if there is none (an upgrade keeps yours), with its
