@@ -17,11 +17,13 @@ if [ "$set_" = check ]; then
 	# Unit tests (Check), sanitizers and fuzzers (clang, its runtimes),
 	# load generators and a reference proxy for bench, a DNS server for the
 	# dns deployment tests (dnsmasq-base has no service), valgrind for the
-	# wire smoke run, the metrics parser the integ tests use, and etcd for
-	# the fleet tests (tests/integ/test_fleet_etcd.py).
+	# wire smoke run, the metrics parser the integ tests use, etcd for the
+	# fleet tests, HTTP/2 and gRPC peers (h2load, nghttpd, python3-h2,
+	# grpcio), FastAPI under uvicorn as an HTTP replica, testssl.sh.
 	PKGS="$PKGS check libsubunit-dev clang libclang-rt-14-dev valgrind
 wrk apache2-utils nginx-light dnsmasq-base python3-prometheus-client
 etcd-server etcd-client nghttp2-client nghttp2-server python3-h2 python3-grpcio
+python3-fastapi python3-uvicorn
 testssl.sh"
 fi
 [ -n "$INGRESSD_DEPS_EXTRA" ] && PKGS="$PKGS $INGRESSD_DEPS_EXTRA"
