@@ -143,7 +143,14 @@ tls_ticket_cb(SSL *ssl, unsigned char *name, unsigned char *iv,
 			if (tls_tkeys[i].set &&
 			    memcmp(name, tls_tkeys[i].name, 16) == 0) {
 				k = tls_tkeys[i];
-				rv = i == 0 ? 1 : 2;
+				/* 2: issue a fresh ticket.  Always in TLS 1.3,
+				 * where a client resumes with its newest ticket
+				 * (one spent per connection, RFC 8446 C.4): with
+				 * none after a resumption, every other handshake
+				 * would be a full one.  In TLS 1.2, once the key
+				 * that sealed it has rotated out. */
+				rv = i == 0 && SSL_version(ssl) != TLS1_3_VERSION ?
+				    1 : 2;
 				break;
 			}
 		}

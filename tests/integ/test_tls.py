@@ -127,12 +127,13 @@ def tls_connect(port, name="a.test", ctx=None, session=None, timeout=5):
 	    session=session)
 
 
-def https(port, path, name="a.test", ctx=None, headers=None, conn=None):
+def https(port, path, name="a.test", ctx=None, headers=None, conn=None,
+    session=None):
 	c = conn or http.client.HTTPSConnection("127.0.0.1", port, timeout=5,
 	    context=ctx or client_ctx())
 	if conn is None:
 		# http.client's SNI and host check use the name asked for.
-		c.sock = tls_connect(port, name, ctx)
+		c.sock = tls_connect(port, name, ctx, session=session)
 	c.request("GET", path, headers=headers or {"Host": name})
 	r = c.getresponse()
 	return r.status, r.read(), c
@@ -245,6 +246,17 @@ class Listener(unittest.TestCase):
 			s.close()
 			self.assertGreaterEqual(metric(scrape(d.admin_port),
 			    "ingressd_tls_handshakes_resumed_total"), 1)
+			# TLS 1.3: a resumed connection gets a fresh ticket, so a
+			# client that always resumes with its newest one (wrk,
+			# browsers) keeps resuming instead of every other time.
+			for _ in range(3):
+				st, _, c = https(d.tls_port, "/hello", ctx=ctx,
+				    session=sess)
+				self.assertTrue(c.sock.session_reused)
+				new = c.sock.session
+				c.close()
+				self.assertNotEqual(new.id, sess.id)
+				sess = new
 
 	def test_reload_swaps_certificate_keepalive_stays(self):
 		with TLSDaemon(tls_conf(("a",))) as d:
