@@ -340,6 +340,23 @@ TARGETS=$ACTIVE
 EOF
 log "targets:${ACTIVE:- none}; tools: $TOOLS; $ROUNDS rounds"
 
+# Warm-up, not measured: every proxy opens its upstream connections (up to
+# H2_CONNS x H2_STREAMS of them for nginx) and the replicas their pools.
+for tool in $TOOLS; do
+	for target in $ACTIVE; do
+		url=$(url_of "$target" "$tool")
+		case $tool in
+		h2)	timeout -k 5 60 h2load -c "$H2_CONNS" -m "$H2_STREAMS" \
+			    -n $((H2_CONNS * H2_STREAMS * 4)) "$url" ;;
+		grpc)	timeout -k 5 60 h2load -c "$H2_CONNS" -m "$H2_STREAMS" \
+			    -n $((H2_CONNS * H2_STREAMS * 4)) -d "$TMP/msg" \
+			    -H 'content-type: application/grpc' \
+			    -H 'te: trailers' "$url" ;;
+		*)	timeout -k 5 30 wrk -t1 -c"$CONNS" -d1s "$url" ;;
+		esac >/dev/null 2>&1
+	done
+done
+
 r=1
 while [ $r -le "$ROUNDS" ]; do
 	for tool in $TOOLS; do
@@ -353,6 +370,9 @@ while [ $r -le "$ROUNDS" ]; do
 	r=$((r + 1))
 done
 cut -d' ' -f1-3 /proc/loadavg >"$RAW/loadavg.end"
+for d in origin nginx; do
+	cp "$TMP/$d/error.log" "$RAW/$d.error.log" 2>/dev/null
+done
 
 $PY report --raw "$RAW" --md "$OUT/results.md" --json "$OUT/results.json"
 st=$?
