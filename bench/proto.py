@@ -237,7 +237,8 @@ def machine(raw):
             pass
     try:
         with open(os.path.join(raw, "params")) as f:
-            lines.append("- params: " + ", ".join(f.read().split()))
+            lines.append("- params: " + "; ".join(
+                l.strip() for l in f if l.strip()))
     except OSError:
         pass
     return lines
