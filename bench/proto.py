@@ -89,11 +89,12 @@ def parse_h2load(text):
     if not m:
         raise ValueError("no 'requests:' line")
     total, _, done, ok, failed, errored, tmo = map(int, m.groups())
-    m = re.search(r"^status codes: (\d+) 2xx, (\d+) 3xx, (\d+) 4xx, "
-                  r"(\d+) 5xx", text, re.M)
-    bad = int(m.group(3)) + int(m.group(4)) if m else 0
+    # "failed" counts 4xx/5xx answers as well as "errored" streams: every
+    # request that was not a success counts once.
     r["requests"] = done
-    r["errors"] = failed + errored + tmo + bad + (total - done)
+    r["errors"] = total - ok
+    r["failed"] = "failed %d, errored %d, timeout %d" % (failed, errored,
+                                                          tmo)
     m = re.search(r"^time for request:\s+(\S+)\s+(\S+)\s+(\S+)", text, re.M)
     if m:
         r["mean_ms"] = wrk_like_ms(m.group(3))
@@ -118,8 +119,8 @@ def load_runs(raw):
             run = {"target": target, "tool": tool, "round": int(rnd),
                    "rc": int(rc), "raw": out, "load1": float(load),
                    "ok": False}
-            try:
-                with open(out) as g:
+            try:	# found in RAW even if the directory was copied
+                with open(os.path.join(raw, os.path.basename(out))) as g:
                     text = g.read()
                 run.update(parse_h2load(text) if tool in ("h2", "grpc")
                            else parse_wrk(text))
@@ -140,13 +141,18 @@ def med(xs):
     return statistics.median(xs) if xs else None
 
 
-def ratio(runs, tool, peer):
-    """Median over rounds of ingressd's req/s / the peer's, same round."""
+def ratios(runs, tool, peer):
+    """ingressd's req/s / the peer's in each round, in round order."""
     by = {(r["target"], r["round"]): r for r in runs
           if r["tool"] == tool and r["ok"]}
-    rs = [by[("ingressd", n)]["rps"] / by[(peer, n)]["rps"]
-          for (t, n) in by if t == "ingressd" and (peer, n) in by]
-    return med(rs)
+    return [by[("ingressd", n)]["rps"] / by[(peer, n)]["rps"]
+            for (t, n) in sorted(by, key=lambda k: k[1])
+            if t == "ingressd" and (peer, n) in by]
+
+
+def ratio(runs, tool, peer):
+    """Median over rounds of ingressd's req/s / the peer's, same round."""
+    return med(ratios(runs, tool, peer))
 
 
 def fmt(x, spec="%.1f"):
@@ -199,9 +205,13 @@ def checks(runs, tools):
         if tool not in tools:
             continue
         x = ratio(runs, tool, peer)
-        out.append("- %s: ingressd / %s req/s = %s (bar %.1f): %s" % (
-            tool, peer, fmt(x, "%.2f"), bar,
-            "n/a" if x is None else "met" if x >= bar else "NOT met"))
+        out.append("- %s: ingressd / %s req/s = %s (bar %.1f): %s "
+                   "(rounds: %s)" % (
+                       tool, peer, fmt(x, "%.2f"), bar,
+                       "n/a" if x is None else "met" if x >= bar
+                       else "NOT met",
+                       " ".join("%.2f" % y for y in
+                                ratios(runs, tool, peer))))
     g, h = cpu_of(runs, "ingressd", "grpc"), cpu_of(runs, "ingressd", "h1")
     if "grpc" in tools and "h1" in tools:
         out.append("- ingressd CPU per gRPC call %s µs <= per HTTP/1.1 "
