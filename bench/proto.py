@@ -53,7 +53,8 @@ def cmd_ingressd_conf(a):
     tls = {"certificates": [{"cert": a.cert, "key": a.key}],
            "min_version": "TLSv1.3",
            "ciphersuites": "TLS_AES_128_GCM_SHA256",
-           "alpn": ["http/1.1"]}
+           "alpn": ["http/1.1"],
+           "session_tickets": a.tickets == 1}
     conf = {
         "listen": ["127.0.0.1:%d" % a.port,
                    {"address": "127.0.0.1:%d" % a.tls_port, "tls": tls}],
@@ -127,7 +128,12 @@ def load_runs(raw):
                 run["ok"] = run["rc"] == 0
             except (OSError, ValueError) as e:
                 run["why"] = str(e)
+            m = re.search(r"^client-cpu:([\d.]+):([\d.]+)$", text, re.M) \
+                if run["ok"] else None
             n = run.get("requests")
+            if m and n:
+                run["cpu_client"] = (float(m.group(1)) + float(m.group(2))) \
+                    * 1e6 / n
             for key, t0, t1 in (("cpu_proxy", p0, p1),
                                 ("cpu_backend", b0, b1)):
                 if n and t0 not in ("NA", "") and t1 not in ("NA", ""):
@@ -164,9 +170,9 @@ def tables(runs, tools, targets):
     for tool in tools:
         out.append("\n### %s: %s\n" % (tool, TOOL_NOTE[tool]))
         out.append("| target | req/s median (min-max) | latency ms | "
-                   "CPU µs/req proxy | CPU µs/req backend | x nginx | "
-                   "x haproxy | errors | load1 |")
-        out.append("|---|---|---|---|---|---|---|---|---|")
+                   "CPU µs/req proxy | CPU µs/req backend | CPU µs/req client | "
+                   "x nginx | x haproxy | errors | load1 |")
+        out.append("|---|---|---|---|---|---|---|---|---|---|")
         for t in targets:
             rs = [r for r in runs if r["tool"] == tool and r["target"] == t]
             ok = [r for r in rs if r.get("rps") is not None]
@@ -185,10 +191,11 @@ def tables(runs, tools, targets):
                  ratio(runs, tool, p) is not None else "" for p in
                  ("nginx", "haproxy")]
             out.append("| %s | %.0f (%.0f-%.0f) | %s | %s | %s | %s | %s | "
-                       "%d | %s |" % (
+                       "%s | %d | %s |" % (
                            t, med(rps), min(rps), max(rps), lat,
                            fmt(med(r.get("cpu_proxy") for r in ok)),
                            fmt(med(r.get("cpu_backend") for r in ok)),
+                           fmt(med(r.get("cpu_client") for r in ok)),
                            x[0], x[1], sum(r.get("errors", 0) for r in ok),
                            "/".join("%.1f" % r["load1"] for r in ok)))
     return out
@@ -262,6 +269,18 @@ def cmd_report(a):
     lines += ["- %s: %s" % (t, TARGET_NOTE[t]) for t in targets]
     lines += tables(runs, tools, targets) + checks(runs, tools)
     try:
+        with open(os.path.join(a.raw, "ingressd.tls-metrics.txt")) as f:
+            m = dict(l.rsplit(None, 1) for l in f if l.strip())
+        total = sum(float(v) for k, v in m.items()
+                    if k.startswith("ingressd_tls_handshakes_total"))
+        res = float(m.get("ingressd_tls_handshakes_resumed_total", 0))
+        if total:
+            lines.append("- ingressd's TLS handshakes (warm-up included): "
+                         "%d, of which %d resumed a session (%.0f%%)" % (
+                             total, res, 100 * res / total))
+    except (OSError, ValueError):
+        pass
+    try:
         with open(os.path.join(a.raw, "failed.tsv")) as f:
             lines += ["- FAILED " + l.strip() for l in f]
     except OSError:
@@ -284,7 +303,7 @@ def main():
     p.add_argument("n", type=int)
     p.set_defaults(fn=cmd_ports)
     p = sub.add_parser("ingressd-conf")
-    for k in ("port", "tls-port", "admin"):
+    for k in ("port", "tls-port", "admin", "tickets"):
         p.add_argument("--" + k, type=int, required=True)
     for k in ("cert", "key", "runtime-dir", "hello", "grpc", "out"):
         p.add_argument("--" + k, required=True)

@@ -46,6 +46,7 @@ H2_CONNS=${H2_CONNS:-10}
 H2_STREAMS=${H2_STREAMS:-100}
 TARGETS=${TARGETS:-ingressd nginx haproxy}
 INSTALL=${INSTALL:-1}
+TICKETS=${TICKETS:-1}
 d_tools=""
 for s in $SUITE; do
 	case $s in
@@ -73,6 +74,13 @@ for v in ROUNDS DURATION CONNS H2_N H2_CONNS H2_STREAMS; do
 	case $x in ''|*[!0-9]*|0) die "$v must be a positive integer: '$x'" ;;
 	esac
 done
+case $TICKETS in 0) NGX_TICKETS=off HA_NO_TICKETS=no-tls-tickets ;;
+1) NGX_TICKETS=on HA_NO_TICKETS="" ;;
+*) die "TICKETS must be 0 or 1: '$TICKETS'" ;; esac
+# The client's CPU too: against a server that lets it resume, a client
+# does less per handshake.  GNU time prints it after the tool's output.
+CLIENT_TIME=""
+[ -x /usr/bin/time ] && CLIENT_TIME="/usr/bin/time -f client-cpu:%U:%S"
 for t in $TOOLS; do
 	case $t in h2|grpc|h1|tls|tlsnew) ;; *) die "TOOLS: unknown '$t'" ;; esac
 done
@@ -149,6 +157,7 @@ fill() {
 	    -e "s|@TLS_PORT@|$6|g" -e "s|@UPSTREAM_PORT@|$P_ORIGIN|g" \
 	    -e "s|@GRPC_PORT@|$P_OGRPC|g" -e "s|@CERT@|$CERT|g" \
 	    -e "s|@KEY@|$KEY|g" -e "s|@PEM@|$TMP/haproxy.pem|g" \
+	    -e "s|@TICKETS@|$NGX_TICKETS|g" -e "s|@NO_TICKETS@|$HA_NO_TICKETS|g" \
 	    -e 's|@GRPC_MSG@|\x00\x00\x00\x00\x00|g' "$1" >"$2"
 }
 
@@ -239,6 +248,7 @@ start_ingressd() {
 	mkdir -p "$TMP/ingressd/run"
 	$PY ingressd-conf --port "$P_I" --tls-port "$P_IT" --admin "$P_IA" \
 	    --cert "$CERT" --key "$KEY" --runtime-dir "$TMP/ingressd/run" \
+	    --tickets "$TICKETS" \
 	    --hello "$(realpath "$BUILD/replica-hello")" \
 	    --grpc "$(realpath "$BUILD/replica-grpc-echo")" \
 	    --out "$TMP/ingressd/bench.json"
@@ -281,14 +291,14 @@ run_one() {
 	p0=$(ticks $pp)
 	b0=$(ticks $bp)
 	case $tool in
-	h2)	timeout -k 5 300 h2load -c "$H2_CONNS" -m "$H2_STREAMS" \
+	h2)	$CLIENT_TIME timeout -k 5 300 h2load -c "$H2_CONNS" -m "$H2_STREAMS" \
 		    -n "$H2_N" "$url" ;;
-	grpc)	timeout -k 5 300 h2load -c "$H2_CONNS" -m "$H2_STREAMS" \
+	grpc)	$CLIENT_TIME timeout -k 5 300 h2load -c "$H2_CONNS" -m "$H2_STREAMS" \
 		    -n "$H2_N" -d "$TMP/msg" -H 'content-type: application/grpc' \
 		    -H 'te: trailers' "$url" ;;
-	h1|tls)	timeout -k 5 $((DURATION + 30)) wrk -t1 -c"$CONNS" \
+	h1|tls)	$CLIENT_TIME timeout -k 5 $((DURATION + 30)) wrk -t1 -c"$CONNS" \
 		    -d"${DURATION}s" --latency "$url" ;;
-	tlsnew)	timeout -k 5 $((DURATION + 30)) wrk -t1 -c"$CONNS" \
+	tlsnew)	$CLIENT_TIME timeout -k 5 $((DURATION + 30)) wrk -t1 -c"$CONNS" \
 		    -d"${DURATION}s" --latency -H 'Connection: close' "$url" ;;
 	esac >"$out" 2>&1
 	rc=$?
@@ -337,6 +347,7 @@ H2_CONNS=$H2_CONNS
 H2_STREAMS=$H2_STREAMS
 TOOLS=$(echo $TOOLS)
 TARGETS=$(echo $ACTIVE)
+TICKETS=$TICKETS
 EOF
 log "targets:${ACTIVE:- none}; tools: $TOOLS; $ROUNDS rounds"
 
@@ -370,6 +381,9 @@ while [ $r -le "$ROUNDS" ]; do
 	r=$((r + 1))
 done
 cut -d' ' -f1-3 /proc/loadavg >"$RAW/loadavg.end"
+# ingressd's TLS counters: how many of its handshakes were resumed.
+curl -s --max-time 5 "http://127.0.0.1:$P_IA/-/metrics" 2>/dev/null |
+    grep '^ingressd_tls_handshakes' >"$RAW/ingressd.tls-metrics.txt"
 for d in origin nginx; do
 	cp "$TMP/$d/error.log" "$RAW/$d.error.log" 2>/dev/null
 done
