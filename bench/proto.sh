@@ -22,7 +22,9 @@
 #   tlsnew  the same with -H 'Connection: close': a full handshake each
 # SUITE=h2 runs "h2 grpc h1", SUITE=tls "tls tlsnew h1"; TOOLS overrides.
 # Around every run, utime+stime of the proxy and of its backend (the
-# replicas, the origin nginx) from /proc/PID/stat: CPU µs per request.
+# replicas, the origin nginx) from /proc/PID/stat: CPU µs per request; the
+# client's from GNU time.  TICKETS=0: no session tickets on any of the
+# three, so every tlsnew connection is a full handshake.
 # bench/proto.py parses, prints, checks the issues' targets and writes
 # $OUT/results.md and results.json; $OUT/raw/ keeps what the tools printed.
 #
