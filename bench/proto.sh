@@ -167,8 +167,7 @@ fill() {
 url_of() {
 	local p
 	case $1.$2 in
-	ingressd.h1)	p=$P_I ;;	# one listener: h2c and HTTP/1.1
-	ingressd.*)	p=$P_I ;;
+	ingressd.*)	p=$P_I ;;	# one listener: h2c and HTTP/1.1
 	nginx.h1)	p=$P_N1 ;;
 	nginx.*)	p=$P_N ;;
 	haproxy.h1)	p=$P_H1 ;;
@@ -325,8 +324,8 @@ ulimit -n 65536 2>/dev/null || ulimit -n "$(ulimit -Hn)" 2>/dev/null
 TMP=$(mktemp -d /tmp/ingressd-bench-proto.XXXXXX) || die "mktemp failed"
 chmod 755 "$TMP"
 printf '\0\0\0\0\0' >"$TMP/msg"
-set -- $($PY ports 12)
-[ $# -eq 12 ] || die "could not find 12 free ports"
+set -- $($PY ports 11)
+[ $# -eq 11 ] || die "could not find 11 free ports"
 P_I=$1 P_IT=$2 P_IA=$3 P_N=$4 P_N1=$5 P_NT=$6 P_H=$7 P_H1=$8 P_HT=$9
 P_ORIGIN=${10} P_OGRPC=${11}
 
