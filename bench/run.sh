@@ -34,6 +34,10 @@
 set -u
 cd "$(dirname "$0")/.." || exit 1
 
+# SUITE=h2, tls or "h2 tls": the HTTP/2, gRPC and TLS loads of issues 14
+# and 15, a bench of their own (bench/proto.sh); unset or http: this one.
+case ${SUITE:-http} in http) ;; *) exec sh bench/proto.sh ;; esac
+
 NCPU=$(nproc 2>/dev/null || echo 1)
 if [ "${QUICK:-0}" = 1 ]; then
 	d_rounds=1 d_dur=2 d_abn=5000 d_sbytes=268435456
