@@ -172,12 +172,10 @@ conf_admin(struct conf_ctx *ctx, const struct conf_key *k, json_t *v,
 
 	if (json_is_null(v))
 		return (0);
-	if (!json_is_string(v))
-		return (conf_error(ctx, "must be an address string or null"));
-	if (conf_check_addr(ctx, json_string_value(v)) == -1)
-		return (-1);
-	conf->admin = conf_strdup(json_string_value(v));
-	return (0);
+	if (!json_is_string(v) && !json_is_object(v))
+		return (conf_error(ctx, "must be an address string, a "
+		    "listener object {\"address\", \"tls\"} or null"));
+	return (conf_listen_one(ctx, v, &conf->admin, &conf->admin_tls));
 }
 
 /* "auto" is one worker per online CPU, capped. */
@@ -657,6 +655,7 @@ conf_free(struct conf *conf)
 	free(conf->listen_tls);
 	conf_free_strv(conf->listen, conf->nlisten);
 	free(conf->admin);
+	conf_tls_free(conf->admin_tls);
 	free(conf->runtime_dir);
 	free(conf->log_level);
 	free(conf->error_log);

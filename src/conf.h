@@ -179,6 +179,7 @@ struct conf {
 	unsigned	 nlisten;
 	struct conf_tls	**listen_tls;	/* per listen[i]; NULL: plain */
 	char		*admin;		/* NULL: no admin listener */
+	struct conf_tls	*admin_tls;	/* admin's "tls"; NULL: plain */
 	unsigned	 workers;	/* 1..CONF_MAX_WORKERS ("auto" = cores) */
 	char		*runtime_dir;	/* spawned replicas' sockets; NULL: default */
 	char		*log_level;	/* "debug", "info", "warn" */

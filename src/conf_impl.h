@@ -22,6 +22,8 @@ int	conf_addr_list(struct conf_ctx *, json_t *, int, char ***,
 		    unsigned *);
 int	conf_listen(struct conf_ctx *, const struct conf_key *,
 		    json_t *, void *);
+int	conf_listen_one(struct conf_ctx *, json_t *, char **addr,
+		    struct conf_tls **);
 int	conf_path(struct conf_ctx *, const struct conf_key *, json_t *,
 		    void *);
 void	conf_tls_free(struct conf_tls *);

@@ -314,17 +314,21 @@ conf_tls_free(struct conf_tls *t)
 	free(t);
 }
 
-/* One listen entry: an address string, or {"address", "tls"}. */
-static int
-conf_listen_one(struct conf_ctx *ctx, json_t *e, struct conf *conf,
-    unsigned i)
+/*
+ * One listen entry: an address string, or {"address", "tls"}; the admin
+ * key takes the same.  On error too, what was parsed is handed over so
+ * conf_free releases it.
+ */
+int
+conf_listen_one(struct conf_ctx *ctx, json_t *e, char **addr,
+    struct conf_tls **tls)
 {
 	struct conf_listener	 l;
 
 	if (json_is_string(e)) {
 		if (conf_check_addr(ctx, json_string_value(e)) == -1)
 			return (-1);
-		conf->listen[i] = conf_strdup(json_string_value(e));
+		*addr = conf_strdup(json_string_value(e));
 		return (0);
 	}
 	if (!json_is_object(e))
@@ -332,14 +336,12 @@ conf_listen_one(struct conf_ctx *ctx, json_t *e, struct conf *conf,
 		    "listener object {\"address\", \"tls\"}"));
 	memset(&l, 0, sizeof(l));
 	if (conf_walk(ctx, conf_listener_keys, e, &l) == -1) {
-		/* Handed over so conf_free releases it. */
-		conf->listen[i] = l.address != NULL ? l.address :
-		    conf_strdup("");
-		conf->listen_tls[i] = l.tls;
+		*addr = l.address != NULL ? l.address : conf_strdup("");
+		*tls = l.tls;
 		return (-1);
 	}
-	conf->listen[i] = l.address;
-	conf->listen_tls[i] = l.tls;
+	*addr = l.address;
+	*tls = l.tls;
 	return (0);
 }
 
@@ -363,12 +365,14 @@ conf_listen(struct conf_ctx *ctx, const struct conf_key *k, json_t *v,
 		abort();
 	if (!json_is_array(v)) {
 		conf->nlisten = 1;
-		return (conf_listen_one(ctx, v, conf, 0));
+		return (conf_listen_one(ctx, v, &conf->listen[0],
+		    &conf->listen_tls[0]));
 	}
 	json_array_foreach(v, i, e) {
 		old = conf_push_index(ctx, i);
 		conf->nlisten++;
-		if (conf_listen_one(ctx, e, conf, (unsigned)i) == -1)
+		if (conf_listen_one(ctx, e, &conf->listen[i],
+		    &conf->listen_tls[i]) == -1)
 			return (-1);
 		conf_pop(ctx, old);
 	}

@@ -237,23 +237,23 @@ static const struct worker_hooks daemon_worker_hooks = {
 	.free_all = front_free_all,
 };
 
-/* listen[i]'s TLS contexts, if it has "tls". */
+/* A listener's TLS contexts into *slot, if it has "tls" (ct non-NULL). */
 static int
-daemon_tls(struct daemon *d, unsigned i, const char *key, char *err,
-    size_t errlen)
+daemon_tls(struct daemon *d, const struct conf_tls *ct, const char *key,
+    struct tls_slot **slot, char *err, size_t errlen)
 {
-	const struct conf *c = d->conf;
 	struct tls_srv *srv;
 	char msg[512];
 
-	if (c->listen_tls[i] == NULL)
+	if (ct == NULL)
 		return 0;
 	if (tls_init(msg, sizeof(msg)) == -1 ||
-	    (srv = tls_srv_new(c->listen_tls[i], msg, sizeof(msg))) == NULL) {
-		snprintf(err, errlen, "%s: %s.tls: %s", c->path, key, msg);
+	    (srv = tls_srv_new(ct, msg, sizeof(msg))) == NULL) {
+		snprintf(err, errlen, "%s: %s.tls: %s", d->conf->path, key,
+		    msg);
 		return -1;
 	}
-	if ((d->tls[i] = tls_slot_new(srv)) == NULL) {
+	if ((*slot = tls_slot_new(srv)) == NULL) {
 		tls_srv_unref(srv);
 		snprintf(err, errlen, "out of memory");
 		return -1;
@@ -283,13 +283,16 @@ daemon_bind(struct daemon *d, char *err, size_t errlen)
 	d->ntls = c->nlisten;
 	for (i = 0; i < c->nlisten; i++) {
 		snprintf(key, sizeof(key), "listen[%u]", i);
-		if (daemon_tls(d, i, key, err, errlen) == -1 ||
+		if (daemon_tls(d, c->listen_tls[i], key, &d->tls[i], err,
+		    errlen) == -1 ||
 		    daemon_listen(d, key, c->listen[i], 0, d->tls[i], err,
 		    errlen) == -1)
 			return -1;
 	}
-	if (c->admin != NULL &&
-	    daemon_listen(d, "admin", c->admin, 1, NULL, err, errlen) == -1)
+	if (c->admin != NULL && (daemon_tls(d, c->admin_tls, "admin",
+	    &d->admin_tls, err, errlen) == -1 ||
+	    daemon_listen(d, "admin", c->admin, 1, d->admin_tls, err,
+	    errlen) == -1))
 		return -1;
 	daemon_close_unused(d);
 	return 0;
@@ -684,6 +687,7 @@ daemon_stop(struct daemon *d)
 	for (i = 0; i < d->ntls; i++)
 		tls_slot_free(d->tls[i]);
 	free(d->tls);
+	tls_slot_free(d->admin_tls);
 	while (d->jobs != NULL)
 		reload_job_free(d->jobs);
 	supervise_free(d->sv);

@@ -33,6 +33,7 @@ struct daemon {
 	struct worker	*workers[CONF_MAX_WORKERS];
 	struct tls_slot	**tls;		/* per boot listen[i]; NULL: plain */
 	unsigned	 ntls;
+	struct tls_slot	*admin_tls;	/* boot admin's; NULL: plain */
 	unsigned	 nworkers;
 	unsigned	 started;	/* worker threads running */
 	char		 runtime_dir[256];

@@ -466,5 +466,5 @@ void
 front_accept_admin(struct wctx *w, int fd, const struct sockaddr *sa,
     int socklen, void *arg)
 {
-	front_open(w, fd, sa, socklen, 1, NULL);
+	front_open(w, fd, sa, socklen, 1, arg);
 }

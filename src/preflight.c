@@ -176,6 +176,11 @@ preflight_tls(const struct conf *c, char *err, size_t errlen)
 			return -1;
 		}
 	}
+	if (c->admin_tls != NULL &&
+	    tls_check(c->admin_tls, msg, sizeof(msg)) == -1) {
+		snprintf(err, errlen, "%s: admin.tls: %s", c->path, msg);
+		return -1;
+	}
 	for (i = 0; i < c->ndeployments; i++) {
 		if ((u = c->deployments[i].tls) == NULL)
 			continue;

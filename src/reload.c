@@ -269,6 +269,38 @@ reload_tls_plan(struct daemon *d, const struct conf *c, struct tls_srv **srv,
 	return 0;
 }
 
+/*
+ * The admin listener's TLS, as for listen (srv[d->ntls]): rebuilt if the
+ * new conf keeps the boot admin address with "tls"; a bad certificate
+ * refuses the reload.  Gained or lost TLS needs a restart.
+ */
+static int
+reload_tls_admin(struct daemon *d, const struct conf *c, struct tls_srv **srv,
+    char *err, size_t errlen)
+{
+	const struct conf *boot = worker_snap_conf(d->boot);
+	char msg[512];
+
+	if (boot->admin == NULL || c->admin == NULL ||
+	    strcmp(boot->admin, c->admin) != 0)
+		return 0;		/* reload_restart_only says so */
+	if ((d->admin_tls == NULL) != (c->admin_tls == NULL)) {
+		log_warnx("reload: admin %s: TLS %s: restart ingressd to "
+		    "apply", c->admin, d->admin_tls == NULL ? "added" :
+		    "settings removed");
+		return 0;
+	}
+	if (c->admin_tls == NULL)
+		return 0;
+	if ((srv[d->ntls] = tls_srv_new(c->admin_tls, msg,
+	    sizeof(msg))) == NULL) {
+		snprintf(err, errlen, "%s: admin.tls: %s", c->path, msg);
+		tls_reload_refused();
+		return -1;
+	}
+	return 0;
+}
+
 /* New connections get the new contexts; open ones keep theirs. */
 static void
 reload_tls_commit(struct daemon *d, struct tls_srv **srv)
@@ -280,6 +312,9 @@ reload_tls_commit(struct daemon *d, struct tls_srv **srv)
 			tls_slot_set(d->tls[i], srv[i]);
 		srv[i] = NULL;
 	}
+	if (srv[d->ntls] != NULL)
+		tls_slot_set(d->admin_tls, srv[d->ntls]);
+	srv[d->ntls] = NULL;
 }
 
 static void
@@ -287,7 +322,7 @@ reload_tls_free(struct daemon *d, struct tls_srv **srv)
 {
 	unsigned i;
 
-	for (i = 0; srv != NULL && i < d->ntls; i++)
+	for (i = 0; srv != NULL && i <= d->ntls; i++)
 		tls_srv_unref(srv[i]);
 	free(srv);
 }
@@ -350,6 +385,7 @@ reload_run(struct daemon *d)
 		goto fail;
 	}
 	if (reload_tls_plan(d, conf, srv, err, sizeof(err)) == -1 ||
+	    reload_tls_admin(d, conf, srv, err, sizeof(err)) == -1 ||
 	    supervise_check(conf, err, sizeof(err)) == -1 ||
 	    reload_logs(d, conf, &efd, &afd, err, sizeof(err)) == -1)
 		goto fail;

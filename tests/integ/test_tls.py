@@ -17,8 +17,8 @@ import time
 import unittest
 
 import harness
-from harness import (Daemon, free_port, metric, reload, scrape, wait_log,
-    wait_until)
+from harness import (Daemon, Replica, free_port, metric, reload, scrape,
+    wait_log, wait_until)
 
 _certs = None
 
@@ -402,6 +402,131 @@ class Listener(unittest.TestCase):
 			    "CN=forged"})
 			self.assertNotIn("x-client-cert-subject",
 			    r.json()["headers"])
+
+
+class AdminDaemon(Daemon):
+	"""A Daemon whose admin listener is TLS (self.admin_port), requiring
+	a client certificate from the test CA unless tls says otherwise."""
+
+	def __init__(self, tls=None, overrides=None, **kw):
+		port = free_port()
+		o = {"admin": {"address": "127.0.0.1:%d" % port, "tls": tls or
+		    tls_conf(("a",), client_ca=certs()["ca"][0],
+		    verify_client="require")}}
+		o.update(overrides or {})
+		super().__init__(o, **kw)
+		self.admin_port = port
+
+	def deployments(self, port=None):
+		"""The harness's view (stop() checks it), with the client
+		certificate."""
+		if port is not None:
+			return super().deployments(port)
+		ctx = client_ctx("client")
+		ctx.check_hostname = False	# a reload may change the name
+		st, body, _ = admin_https(self.admin_port, "GET",
+		    "/-/deployments", ctx)
+		if st != 200:
+			raise AssertionError("/-/deployments: %d" % st)
+		d = json.loads(body)
+		for dep in d.values():
+			for r in dep.get("replicas", []):
+				if isinstance(r.get("pid"), int) and r["pid"] > 0:
+					self.seen_pids.add(r["pid"])
+		return d
+
+
+def admin_https(port, method, path, ctx, body=None):
+	c = http.client.HTTPSConnection("127.0.0.1", port, timeout=5,
+	    context=ctx)
+	c.sock = tls_connect(port, "a.test", ctx)
+	c.request(method, path, body=body, headers={"Host": "a.test"})
+	r = c.getresponse()
+	out = r.status, r.read(), peer_cn(c.sock)
+	c.close()
+	return out
+
+
+class Admin(unittest.TestCase):
+	"""Mutual TLS on the admin listener: the registration API for other
+	hosts, with the verified subject in the access log."""
+
+	def test_admin_requires_client_certificate(self):
+		path = os.path.join(tempfile.mkdtemp(prefix="ingressd-tls-"),
+		    "access.json")
+		with Replica("echo", rid="r1") as rep, AdminDaemon(overrides={
+		    "access_log": path, "access_log_format": "json",
+		    "routes": [{"prefix": "/models/", "deployment_from":
+		    "path"}], "deployments": {}}) as d:
+			ctx = client_ctx("client")
+			st, body, _ = admin_https(d.admin_port, "GET",
+			    "/-/deployments", ctx)
+			self.assertEqual(st, 200, body)
+			# Without a certificate: the handshake is refused (TLS
+			# 1.3 reports it at the first read).
+			with self.assertRaises((ssl.SSLError, OSError,
+			    http.client.HTTPException)):
+				admin_https(d.admin_port, "GET", "/-/deployments",
+				    client_ctx())
+			# A certificate from another CA: refused too.
+			rogue = client_ctx()
+			rogue.load_cert_chain(*certs()["rogue"])
+			with self.assertRaises((ssl.SSLError, OSError,
+			    http.client.HTTPException)):
+				admin_https(d.admin_port, "GET", "/-/deployments",
+				    rogue)
+			# Registration over mutual TLS, then served publicly.
+			st, body, _ = admin_https(d.admin_port, "PUT",
+			    "/-/deployments/m/replicas/r1", ctx, json.dumps(
+			    {"address": rep.listen}).encode())
+			self.assertEqual(st, 200, body)
+			self.assertEqual(json.loads(body)["replica"], "r1")
+			r = d.request("GET", "/models/m/x")
+			self.assertEqual(r.status, 200, r.body)
+			# The admin requests' log records name the client.
+			rec = wait_until(lambda: os.path.exists(path) and [json.loads(
+			    l) for l in open(path).read().splitlines() if
+			    "/-/deployments" in l], 3.0)
+			self.assertGreaterEqual(len(rec), 2)
+			for x in rec:
+				self.assertIn("CN=client.test",
+				    x["client_cert_subject"])
+				self.assertEqual(x["tls_version"], "TLSv1.3")
+
+	def test_admin_reload_swaps_and_refuses(self):
+		with AdminDaemon(tls_conf(("a",))) as d:
+			_, _, cn = admin_https(d.admin_port, "GET",
+			    "/-/deployments", client_ctx())
+			self.assertEqual(cn, "a.test")
+			adm = dict(d.conf["admin"])
+			# A bad certificate: refused, the running one stays.
+			t = tls_conf(("b",))
+			t["certificates"][0]["key"] = certs()["a"][1]
+			n = len(d.log_text())
+			reload(d, {"admin": dict(adm, tls=t)})
+			log = wait_log(d, "reload failed", after=n)[n:]
+			self.assertIn("admin.tls", log)
+			self.assertIn("does not match", log)
+			s = tls_connect(d.admin_port, "a.test")
+			self.assertEqual(peer_cn(s), "a.test")
+			s.close()
+			# A good one: new connections get it.
+			reload(d, {"admin": dict(adm, tls=tls_conf(("b",)))})
+			wait_log(d, "every worker switched")
+			s = tls_connect(d.admin_port, "b.test")
+			self.assertEqual(peer_cn(s), "b.test")
+			s.close()
+
+	def test_admin_check_names_mismatched_key(self):
+		t = tls_conf(("a",))
+		t["certificates"][0]["key"] = certs()["b"][1]
+		d = AdminDaemon(t)	# not started: -t only
+		out = subprocess.run([harness.binary("ingressd"), "-t", "-c",
+		    d.conf_path], capture_output=True, text=True, timeout=10)
+		self.assertNotEqual(out.returncode, 0)
+		self.assertIn("admin.tls", out.stderr)
+		self.assertIn(certs()["b"][1], out.stderr)
+		self.assertIn("does not match", out.stderr)
 
 
 def start_replica(cmd):

@@ -502,8 +502,14 @@ static const struct {
 	    "listen: bad address \"bad host:80\": bad host name" },
 	{ "{\"listen\": \"unix:\", " BASE "}",
 	    "listen: bad address \"unix:\": empty unix path" },
-	{ "{\"admin\": 5, " BASE "}", "admin: must be an address string or "
-	    "null" },
+	{ "{\"admin\": 5, " BASE "}", "admin: must be an address string, a "
+	    "listener object {\"address\", \"tls\"} or null" },
+	{ "{\"admin\": {\"address\": \"127.0.0.1:1\", \"tls\": "
+	    "{\"certificates\": [{\"cert\": \"/c\", \"key\": \"/k\"}], "
+	    "\"verify_client\": \"require\"}}, " BASE "}",
+	    "admin.tls.verify_client: needs \"client_ca\"" },
+	{ "{\"admin\": {\"tls\": null}, " BASE "}",
+	    "admin.address: required key missing" },
 	{ "{\"admin\": \"8001\", " BASE "}",
 	    "admin: bad address \"8001\": missing port" },
 	{ "{\"workers\": 0, " BASE "}",
