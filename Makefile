@@ -14,7 +14,7 @@ CC	?= cc
 # Debian's python3-* modules (prometheus_client ...) are importable by this
 # interpreter only, not by a pyenv python3 first on PATH.
 PYTHON	?= /usr/bin/python3
-PKG	:= libevent libevent_pthreads jansson libnghttp2 libcares openssl
+PKG	:= libevent libevent_pthreads libevent_openssl jansson libnghttp2 libcares openssl
 LLHTTP_SRC_DIR := /usr/share/llhttp
 LLHTTP_INC_DIR := /usr/share/include/llhttp
 

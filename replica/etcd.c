@@ -35,6 +35,15 @@ struct replica_etcd {
 	unsigned	 ttl;
 	char		 lease[32];			/* "" when none */
 	struct event	*timer;
+	struct etcd_peer *peer;				/* TLS, credentials */
+};
+
+/* What the URL's query said. */
+struct replica_etcd_opts {
+	int		 https;
+	unsigned	 ttl;
+	const char	*ca, *cert, *key, *server_name;
+	const char	*user, *password_file;
 };
 
 /* POST body to each endpoint in turn: the parsed answer, or NULL. */
@@ -49,7 +58,7 @@ replica_etcd_call(struct replica_etcd *e, const char *path, json_t *body)
 	json_decref(body);
 	for (i = 0; b != NULL && doc == NULL && i < e->nendpoints; i++) {
 		k = (e->cur + i) % e->nendpoints;
-		status = etcd_kv_post(e->endpoints[k], path, b,
+		status = etcd_kv_post(e->peer, e->endpoints[k], path, b,
 		    ETCD_CALL_TIMEOUT, &resp, err, sizeof(err));
 		if (status == 200)
 			doc = json_loads(resp, 0, NULL);
@@ -120,38 +129,111 @@ replica_etcd_tick(evutil_socket_t fd, short what, void *arg)
 	evtimer_add(e->timer, &tv);
 }
 
-/* "etcd://IP:PORT[,IP:PORT]/PREFIX[?ttl=N]". */
-static int
-replica_etcd_parse(struct replica_etcd *e, const char *url, char *prefix,
-    size_t plen)
+/* The first line of a password file (free()), or NULL. */
+static char *
+replica_etcd_password(const char *path)
 {
-	const char *p, *slash, *q;
-	char *hosts, *h, *save;
+	char buf[1024];
+	FILE *fp;
+	size_t n;
+
+	if ((fp = fopen(path, "r")) == NULL)
+		return NULL;
+	n = fread(buf, 1, sizeof(buf) - 1, fp);
+	fclose(fp);
+	buf[n] = '\0';
+	buf[strcspn(buf, "\r\n")] = '\0';
+	return strdup(buf);
+}
+
+/* One "name=value" of the query into o; -1 when unknown or bad. */
+static int
+replica_etcd_param(struct replica_etcd_opts *o, char *kv)
+{
+	char *v = strchr(kv, '=');
 	unsigned long ttl;
 
-	if (strncmp(url, "etcd://", 7) != 0 ||
-	    (slash = strchr(url + 7, '/')) == NULL || slash == url + 7)
+	if (v == NULL)
 		return -1;
-	if ((hosts = strndup(url + 7, (size_t)(slash - url - 7))) == NULL)
+	*v++ = '\0';
+	if (strcmp(kv, "ttl") == 0) {
+		if ((ttl = strtoul(v, NULL, 10)) < 2 || ttl > 3600)
+			return -1;
+		o->ttl = (unsigned)ttl;
+	} else if (strcmp(kv, "ca") == 0)
+		o->ca = v;
+	else if (strcmp(kv, "cert") == 0)
+		o->cert = v;
+	else if (strcmp(kv, "key") == 0)
+		o->key = v;
+	else if (strcmp(kv, "server_name") == 0)
+		o->server_name = v;
+	else if (strcmp(kv, "user") == 0)
+		o->user = v;
+	else if (strcmp(kv, "password_file") == 0)
+		o->password_file = v;
+	else
+		return -1;
+	return 0;
+}
+
+/* "etcd[s]://IP:PORT[,IP:PORT]/PREFIX[?ttl=N&ca=F&cert=F&key=F&
+ * server_name=N&user=U&password_file=F]"; o's strings point into q. */
+static int
+replica_etcd_parse(struct replica_etcd *e, const char *url, char *prefix,
+    size_t plen, char *q, size_t qlen, struct replica_etcd_opts *o)
+{
+	const char *p, *slash, *qm;
+	char *hosts, *h, *save;
+	size_t skip = strncmp(url, "etcds://", 8) == 0 ? 8 : 7;
+
+	o->https = skip == 8;
+	if ((skip == 7 && strncmp(url, "etcd://", 7) != 0) ||
+	    (slash = strchr(url + skip, '/')) == NULL || slash == url + skip)
+		return -1;
+	if ((hosts = strndup(url + skip, (size_t)(slash - url - skip))) ==
+	    NULL)
 		return -1;
 	for (h = strtok_r(hosts, ",", &save); h != NULL &&
 	    e->nendpoints < ETCD_MAX_ENDPOINTS; h = strtok_r(NULL, ",", &save))
 		e->endpoints[e->nendpoints++] = strdup(h);
 	free(hosts);
 	p = slash;
-	q = strchr(p, '?');
-	snprintf(prefix, plen, "%.*s", (int)(q != NULL ? q - p : (long)
+	qm = strchr(p, '?');
+	snprintf(prefix, plen, "%.*s", (int)(qm != NULL ? qm - p : (long)
 	    strlen(p)), p);
 	while (strlen(prefix) > 1 && prefix[strlen(prefix) - 1] == '/')
 		prefix[strlen(prefix) - 1] = '\0';
-	e->ttl = ETCD_DEFAULT_TTL;
-	if (q != NULL) {
-		if (strncmp(q, "?ttl=", 5) != 0 ||
-		    (ttl = strtoul(q + 5, NULL, 10)) < 2 || ttl > 3600)
+	o->ttl = ETCD_DEFAULT_TTL;
+	snprintf(q, qlen, "%s", qm != NULL ? qm + 1 : "");
+	for (h = strtok_r(q, "&", &save); h != NULL; h = strtok_r(NULL, "&",
+	    &save))
+		if (replica_etcd_param(o, h) == -1)
 			return -1;
-		e->ttl = (unsigned)ttl;
+	e->ttl = o->ttl;
+	return e->nendpoints > 0 && (o->ca == NULL || o->https) &&
+	    (o->cert == NULL) == (o->key == NULL) ? 0 : -1;
+}
+
+/* The TLS context and credentials the query named. */
+static int
+replica_etcd_peer(struct replica_etcd *e, struct replica_etcd_opts *o,
+    char *err, size_t errlen)
+{
+	char *pw = NULL;
+
+	if (o->password_file != NULL && (pw = replica_etcd_password(
+	    o->password_file)) == NULL) {
+		snprintf(err, errlen, "--register: %s: cannot read",
+		    o->password_file);
+		return -1;
 	}
-	return e->nendpoints > 0 ? 0 : -1;
+	e->peer = etcd_peer_new(o->https, o->ca, o->cert, o->key,
+	    o->server_name, o->user, pw, err, errlen);
+	if (pw != NULL)
+		explicit_bzero(pw, strlen(pw));
+	free(pw);
+	return e->peer != NULL ? 0 : -1;
 }
 
 struct replica_etcd *
@@ -159,16 +241,23 @@ replica_etcd_register(struct replica *r, const char *url, char *err,
     size_t errlen)
 {
 	struct replica_etcd *e;
-	char prefix[256], *value;
+	struct replica_etcd_opts o;
+	char prefix[256], q[1024], *value;
 	json_t *v;
 
+	memset(&o, 0, sizeof(o));
 	if ((e = calloc(1, sizeof(*e))) == NULL)
 		return NULL;
-	if (replica_etcd_parse(e, url, prefix, sizeof(prefix)) == -1 ||
-	    *replica_deployment(r) == '\0') {
+	if (replica_etcd_parse(e, url, prefix, sizeof(prefix), q, sizeof(q),
+	    &o) == -1 || *replica_deployment(r) == '\0') {
 		snprintf(err, errlen, "--register: %s", *replica_deployment(r) ==
 		    '\0' ? "needs --deployment NAME" : "must be "
-		    "etcd://IP:PORT/PREFIX[?ttl=2..3600]");
+		    "etcd[s]://IP:PORT/PREFIX[?ttl=2..3600&ca=FILE&cert=FILE&"
+		    "key=FILE&server_name=NAME&user=U&password_file=FILE]");
+		replica_etcd_unregister(e);
+		return NULL;
+	}
+	if (replica_etcd_peer(e, &o, err, errlen) == -1) {
 		replica_etcd_unregister(e);
 		return NULL;
 	}
@@ -206,6 +295,7 @@ replica_etcd_unregister(struct replica_etcd *e)
 		event_free(e->timer);
 	for (i = 0; i < e->nendpoints; i++)
 		free(e->endpoints[i]);
+	etcd_peer_free(e->peer);
 	free(e->key);
 	free(e->value);
 	free(e);

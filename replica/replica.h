@@ -114,6 +114,8 @@ struct event_base *replica_base(struct replica *);
  * {"address": replica_address()} with it, keep it alive every ttl/3 on
  * replica_base(), and register again if the lease is lost.  url is
  * "etcd://IP:PORT[,IP:PORT]/PREFIX[?ttl=N]"; needs a deployment name.
+ * "etcds://" is https, verified with ca=FILE (and cert=FILE&key=FILE for
+ * mTLS, server_name=NAME); user=U&password_file=FILE authenticate.
  * Calls to etcd block the loop for at most 1 s each.  --register does this
  * for replica_run(), and unregisters when the drain begins.
  * unregister revokes the lease (every ingressd drops the replica at once)

@@ -156,6 +156,9 @@ static const struct conf_key conf_etcd_keys[] = {
 	{ "snapshot", conf_etcd_path, E(snapshot), 0, 0, 0 },
 	{ "watch_timeout", conf_seconds, E(watch_timeout), 0, 0, 0 },
 	{ "request_timeout", conf_seconds, E(request_timeout), 0, 0, 0 },
+	{ "tls", conf_upstream_tls, E(tls), 0, 0, 0 },
+	{ "username", conf_string, E(username), 0, 0, 0 },
+	{ "password_file", conf_token_file, E(password), 0, 0, 0 },
 	{ NULL, NULL, 0, 0, 0, 0 }
 };
 #undef E
@@ -449,11 +452,19 @@ conf_etcd(struct conf_ctx *ctx, const struct conf_key *k, json_t *v,
 		return (-1);
 	if (conf->etcd.prefix == NULL)
 		conf->etcd.prefix = conf_strdup("/ingressd");
+	if (conf->etcd.https && conf->etcd.tls == NULL)
+		return (conf_error(ctx, "https:// endpoints need \"tls\": "
+		    "{\"ca\": FILE} to verify etcd"));
+	if (!conf->etcd.https && conf->etcd.tls != NULL)
+		return (conf_error(ctx, "\"tls\" needs https:// endpoints"));
+	if ((conf->etcd.username == NULL) != (conf->etcd.password == NULL))
+		return (conf_error(ctx, "\"username\" and \"password_file\" "
+		    "go together"));
 	return (0);
 }
 
-/* "http://IP:PORT": no name (the main loop must not wait on DNS), no TLS
- * yet; kept as "IP:PORT". */
+/* "http://IP:PORT" or "https://IP:PORT" (one scheme for all): no name
+ * (the main loop must not wait on DNS); kept as "IP:PORT". */
 static int
 conf_etcd_endpoints(struct conf_ctx *ctx, const struct conf_key *k,
     json_t *v, void *base)
@@ -474,12 +485,17 @@ conf_etcd_endpoints(struct conf_ctx *ctx, const struct conf_key *k,
 	json_array_foreach(v, i, x) {
 		old = conf_push_index(ctx, i);
 		s = json_is_string(x) ? json_string_value(x) : "";
-		if (strncmp(s, "https://", 8) == 0)
-			return (conf_error(ctx, "https is not supported: use "
-			    "http:// on a trusted network (or a TLS sidecar)"));
-		if (strncmp(s, "http://", 7) != 0)
-			return (conf_error(ctx, "must be \"http://IP:PORT\""));
-		s += 7;
+		if (i > 0 && (strstr(s, "https://") == s) != e->https)
+			return (conf_error(ctx, "every endpoint must use the "
+			    "same scheme (http:// or https://)"));
+		if (strstr(s, "https://") == s) {
+			e->https = 1;
+			s += 8;
+		} else if (strncmp(s, "http://", 7) == 0)
+			s += 7;
+		else
+			return (conf_error(ctx, "must be \"http://IP:PORT\" "
+			    "or \"https://IP:PORT\""));
 		colon = strrchr(s, ':');
 		hlen = colon != NULL ? (size_t)(colon - s) : 0;
 		if (hlen == 0 || hlen >= sizeof host ||
@@ -648,6 +664,11 @@ conf_free(struct conf *conf)
 	conf_free_strv(conf->etcd.endpoints, conf->etcd.nendpoints);
 	free(conf->etcd.prefix);
 	free(conf->etcd.snapshot);
+	conf_upstream_tls_free(conf->etcd.tls);
+	free(conf->etcd.username);
+	if (conf->etcd.password != NULL)
+		explicit_bzero(conf->etcd.password, strlen(conf->etcd.password));
+	free(conf->etcd.password);
 	free(conf->trusted_proxies);
 	free(conf->deployments);
 	for (i = 0; conf->listen_tls != NULL && i < conf->nlisten; i++)

@@ -165,8 +165,12 @@ struct conf_deployment {
 /* registry.etcd: the fleet's shared registry (src/etcd.c); off when
  * nendpoints is 0. */
 struct conf_etcd {
-	char		**endpoints;	/* "127.0.0.1:2379" (the http:// cut) */
+	char		**endpoints;	/* "127.0.0.1:2379" (the scheme cut) */
 	unsigned	 nendpoints;
+	int		 https;		/* every endpoint is https:// */
+	struct conf_upstream_tls *tls;	/* with https: CA, client cert */
+	char		*username;	/* NULL: no etcd auth */
+	char		*password;	/* read from password_file */
 	char		*prefix;	/* "/ingressd": no trailing '/' */
 	char		*snapshot;	/* last known set; NULL: none */
 	double		 watch_timeout;	/* no event nor progress: dead */

@@ -18,11 +18,14 @@
 #include <string.h>
 
 #include <event2/buffer.h>
+#include <event2/bufferevent_ssl.h>
 #include <event2/event.h>
 #include <event2/http.h>
 #include <event2/keyvalq_struct.h>
 
 #include <jansson.h>
+#include <openssl/err.h>
+#include <openssl/ssl.h>
 
 #include "b64.h"
 #include "conf.h"
@@ -31,6 +34,7 @@
 #include "log.h"
 #include "monotime.h"
 #include "registry.h"
+#include "tls.h"
 
 #define ETCD_PAGE		"1000"	/* keys per range page */
 #define ETCD_BACKOFF_MIN_MS	100
@@ -38,7 +42,7 @@
 #define ETCD_SNAPSHOT_DELAY_MS	500	/* changes batched per write */
 #define ETCD_MAX_LINE		(64 * 1024 * 1024)
 
-enum etcd_state { ETCD_IDLE, ETCD_LISTING, ETCD_WATCHING };
+enum etcd_state { ETCD_IDLE, ETCD_AUTH, ETCD_LISTING, ETCD_WATCHING };
 
 struct etcd {
 	struct event_base *base;
@@ -48,6 +52,10 @@ struct etcd {
 	char		*snapshot;
 	double		 watch_timeout, request_timeout;
 	char		*key, *range_end;	/* the prefix, base64 */
+	struct tls_cli	*tls;		/* https: endpoints; NULL: http */
+	char		*username;	/* NULL: no etcd auth */
+	char		*password;
+	char		*token;		/* NULL: authenticate first */
 	struct evhttp_connection *conn;
 	enum etcd_state	 state;
 	int		 dead;		/* the session is being torn down */
@@ -73,6 +81,10 @@ static _Atomic uint64_t	 etcd_reconnects, etcd_relists, etcd_events;
 static void	etcd_connect(struct etcd *);
 static void	etcd_list_page(struct etcd *);
 static void	etcd_watch(struct etcd *);
+static void	etcd_auth(struct etcd *);
+static void	etcd_begin(struct etcd *);
+static struct evhttp_connection *etcd_tls_conn(struct etcd *, const char *,
+		    ev_uint16_t);
 
 static uint64_t
 etcd_now_ms(void)
@@ -108,6 +120,11 @@ etcd_fail(struct etcd *e, int retry, const char *why)
 		return;
 	e->dead = 1;
 	atomic_store(&etcd_watch_up, 0);
+	/* An expired or revoked token shows as any failure (a 401, a watch
+	 * error line): the next session authenticates anew, which costs
+	 * one call per reconnect and no guessing at error texts. */
+	free(e->token);
+	e->token = NULL;
 	evtimer_del(e->deadline_ev);
 	if (retry) {
 		e->backoff_ms = e->backoff_ms == 0 ? ETCD_BACKOFF_MIN_MS :
@@ -197,6 +214,9 @@ etcd_post(struct etcd *e, const char *path, json_t *doc,
 	    e->endpoints[e->cur]);
 	evhttp_add_header(evhttp_request_get_output_headers(req),
 	    "Content-Type", "application/json");
+	if (e->token != NULL)
+		evhttp_add_header(evhttp_request_get_output_headers(req),
+		    "Authorization", e->token);
 	evbuffer_add(evhttp_request_get_output_buffer(req), body,
 	    strlen(body));
 	free(body);
@@ -233,9 +253,39 @@ etcd_kv(json_t *kv, char **key, char **value)
 	return 0;
 }
 
+/* Why the connection failed: the TLS verdict when there is one. */
+static void
+etcd_conn_why(struct etcd *e, char *why, size_t whylen)
+{
+	struct bufferevent *bev;
+	unsigned long err;
+	SSL *ssl;
+	long vr;
+
+	if (e->tls == NULL || e->conn == NULL || (bev =
+	    evhttp_connection_get_bufferevent(e->conn)) == NULL ||
+	    (ssl = bufferevent_openssl_get_ssl(bev)) == NULL) {
+		snprintf(why, whylen, "connection failed");
+		return;
+	}
+	vr = SSL_get_verify_result(ssl);
+	err = bufferevent_get_openssl_error(bev);
+	if (vr != X509_V_OK)
+		snprintf(why, whylen, "TLS: etcd's certificate not verified: "
+		    "%s", X509_verify_cert_error_string(vr));
+	else if (err != 0)
+		snprintf(why, whylen, "TLS handshake failed: %s",
+		    ERR_reason_error_string(err) != NULL ?
+		    ERR_reason_error_string(err) : "?");
+	else
+		snprintf(why, whylen, "connection failed (TLS)");
+	ERR_clear_error();
+}
+
 /* The body of a finished request, parsed; NULL and why when not 200. */
 static json_t *
-etcd_answer(struct evhttp_request *req, char *why, size_t whylen)
+etcd_answer(struct etcd *e, struct evhttp_request *req, char *why,
+    size_t whylen)
 {
 	struct evbuffer *in;
 	json_t *doc;
@@ -244,7 +294,7 @@ etcd_answer(struct evhttp_request *req, char *why, size_t whylen)
 
 	if (req == NULL || (code = evhttp_request_get_response_code(req)) ==
 	    0) {
-		snprintf(why, whylen, "connection failed");
+		etcd_conn_why(e, why, whylen);
 		return NULL;
 	}
 	in = evhttp_request_get_input_buffer(req);
@@ -313,7 +363,7 @@ etcd_list_cb(struct evhttp_request *req, void *arg)
 	if (e->dead)
 		return;
 	evtimer_del(e->deadline_ev);
-	if ((doc = etcd_answer(req, why, sizeof(why))) == NULL) {
+	if ((doc = etcd_answer(e, req, why, sizeof(why))) == NULL) {
 		/* A compacted pinned revision: the next try lists anew. */
 		etcd_set_list_begin(e->set);
 		e->list_rev = 0;
@@ -482,7 +532,7 @@ etcd_watch_done_cb(struct evhttp_request *req, void *arg)
 
 	if (e->dead)
 		return;
-	if ((doc = etcd_answer(req, why, sizeof(why))) != NULL) {
+	if ((doc = etcd_answer(e, req, why, sizeof(why))) != NULL) {
 		json_decref(doc);
 		snprintf(why, sizeof(why), "watch stream ended");
 	}
@@ -511,6 +561,77 @@ etcd_watch(struct etcd *e)
 
 /* Sessions ------------------------------------------------------------ */
 
+/* The session's work, once authenticated (or without auth). */
+static void
+etcd_begin(struct etcd *e)
+{
+	if (e->relist || !e->listed)
+		etcd_list(e);
+	else
+		etcd_watch(e);
+}
+
+static void
+etcd_auth_cb(struct evhttp_request *req, void *arg)
+{
+	struct etcd *e = arg;
+	const char *tok;
+	char why[400];
+	json_t *doc;
+
+	if (e->dead)
+		return;
+	evtimer_del(e->deadline_ev);
+	if ((doc = etcd_answer(e, req, why, sizeof(why) - 80)) == NULL ||
+	    (tok = json_string_value(json_object_get(doc, "token"))) ==
+	    NULL || (e->token = strdup(tok)) == NULL) {
+		json_decref(doc);
+		snprintf(why + strlen(why), 80, " (authenticate as \"%.40s\")",
+		    e->username);
+		etcd_fail(e, 1, why);
+		return;
+	}
+	json_decref(doc);
+	etcd_begin(e);
+}
+
+/* POST /v3/auth/authenticate: a token for every call of the session. */
+static void
+etcd_auth(struct etcd *e)
+{
+	json_t *doc = json_pack("{s:s, s:s}", "name", e->username,
+	    "password", e->password);
+
+	e->state = ETCD_AUTH;
+	if (doc == NULL || etcd_post(e, "/v3/auth/authenticate", doc,
+	    etcd_auth_cb, NULL) == -1) {
+		etcd_fail(e, 1, "authenticate: cannot send");
+		return;
+	}
+	etcd_arm(e->deadline_ev, e->request_timeout);
+}
+
+/* An evhttp connection over TLS (verified against registry.etcd.tls). */
+static struct evhttp_connection *
+etcd_tls_conn(struct etcd *e, const char *host, ev_uint16_t port)
+{
+	struct bufferevent *bev;
+	SSL *ssl;
+
+	if ((ssl = tls_cli_ssl(e->tls)) == NULL)
+		return NULL;
+	if ((bev = bufferevent_openssl_socket_new(e->base, -1, ssl,
+	    BUFFEREVENT_SSL_CONNECTING, BEV_OPT_CLOSE_ON_FREE |
+	    BEV_OPT_DEFER_CALLBACKS)) == NULL) {
+		SSL_free(ssl);
+		return NULL;
+	}
+	/* The gateway may close without close_notify after an answer. */
+	bufferevent_openssl_set_allow_dirty_shutdown(bev, 1);
+	return evhttp_connection_base_bufferevent_new(e->base, NULL, bev, host,
+	    port);
+}
+
 static void
 etcd_connect(struct etcd *e)
 {
@@ -519,8 +640,9 @@ etcd_connect(struct etcd *e)
 
 	snprintf(host, sizeof(host), "%.*s", (int)(colon - ep), ep);
 	e->dead = 0;
-	e->conn = evhttp_connection_base_new(e->base, NULL, host,
-	    (ev_uint16_t)atoi(colon + 1));
+	e->conn = e->tls != NULL ? etcd_tls_conn(e, host,
+	    (ev_uint16_t)atoi(colon + 1)) : evhttp_connection_base_new(e->base,
+	    NULL, host, (ev_uint16_t)atoi(colon + 1));
 	if (e->conn == NULL) {
 		etcd_fail(e, 1, "cannot make a connection");
 		return;
@@ -529,10 +651,10 @@ etcd_connect(struct etcd *e)
 	evhttp_connection_set_timeout(e->conn, (int)(e->watch_timeout +
 	    e->request_timeout) + 5);
 	evhttp_connection_set_retries(e->conn, 0);
-	if (e->relist || !e->listed)
-		etcd_list(e);
+	if (e->username != NULL && e->token == NULL)
+		etcd_auth(e);
 	else
-		etcd_watch(e);
+		etcd_begin(e);
 }
 
 /* The prefix's range: PREFIX/deployments/ up to PREFIX/deployments0. */
@@ -571,6 +693,9 @@ etcd_copy_conf(struct etcd *e, const struct conf_etcd *c)
 		return -1;
 	e->watch_timeout = c->watch_timeout;
 	e->request_timeout = c->request_timeout;
+	if (c->username != NULL && ((e->username = strdup(c->username)) ==
+	    NULL || (e->password = strdup(c->password)) == NULL))
+		return -1;
 	return etcd_range(e, c->prefix);
 }
 
@@ -600,6 +725,11 @@ etcd_new(struct event_base *base, struct registry *reg,
 
 	if ((e = calloc(1, sizeof(*e))) == NULL)
 		goto oom;
+	if (c->https && (e->tls = tls_cli_new(c->tls->ca, c->tls->cert,
+	    c->tls->key, c->tls->server_name, err, errlen)) == NULL) {
+		free(e);
+		return NULL;
+	}
 	e->base = base;
 	e->cur = (unsigned)random() % c->nendpoints;
 	if (etcd_copy_conf(e, c) == -1 ||
@@ -613,8 +743,10 @@ etcd_new(struct event_base *base, struct registry *reg,
 	atomic_store(&etcd_on, 1);
 	etcd_heard();
 	etcd_load_snapshot(e);
-	log_info("etcd: following %s/deployments/ on %u endpoint(s)",
-	    c->prefix, e->nendpoints);
+	log_info("etcd: following %s/deployments/ on %u %s endpoint(s)%s%s",
+	    c->prefix, e->nendpoints, c->https ? "https" : "http",
+	    c->username != NULL ? " as " : "", c->username != NULL ?
+	    c->username : "");
 	etcd_connect(e);
 	return e;
 oom:
@@ -649,6 +781,12 @@ etcd_free(struct etcd *e)
 		free(e->endpoints[i]);
 	free(e->endpoints);
 	free(e->snapshot);
+	tls_cli_free(e->tls);
+	free(e->username);
+	if (e->password != NULL)
+		explicit_bzero(e->password, strlen(e->password));
+	free(e->password);
+	free(e->token);
 	free(e->key);
 	free(e->range_end);
 	free(e->list_next);

@@ -18,11 +18,69 @@
 #include <unistd.h>
 
 #include <jansson.h>
+#include <openssl/err.h>
+#include <openssl/ssl.h>
 
 #include "b64.h"
 #include "conf.h"
 #include "etcd_kv.h"
 #include "monotime.h"
+#include "tls.h"
+
+struct etcd_peer {
+	struct tls_cli	*tls;		/* NULL: plain http */
+	char		*username;	/* NULL: no auth */
+	char		*password;
+	char		*token;		/* NULL: authenticate first */
+};
+
+struct etcd_peer *
+etcd_peer_new(int https, const char *ca, const char *cert, const char *key,
+    const char *server_name, const char *username, const char *password,
+    char *err, size_t errlen)
+{
+	struct etcd_peer *p;
+
+	if ((p = calloc(1, sizeof(*p))) == NULL)
+		goto oom;
+	if (https && (p->tls = tls_cli_new(ca, cert, key, server_name, err,
+	    errlen)) == NULL) {
+		etcd_peer_free(p);
+		return NULL;
+	}
+	if (username != NULL && ((p->username = strdup(username)) == NULL ||
+	    (p->password = strdup(password != NULL ? password : "")) == NULL))
+		goto oom;
+	return p;
+oom:
+	etcd_peer_free(p);
+	snprintf(err, errlen, "out of memory");
+	return NULL;
+}
+
+struct etcd_peer *
+etcd_peer_conf(const struct conf_etcd *c, char *err, size_t errlen)
+{
+	const struct conf_upstream_tls *t = c->tls;
+
+	return etcd_peer_new(c->https, t != NULL ? t->ca : NULL, t != NULL ?
+	    t->cert : NULL, t != NULL ? t->key : NULL, t != NULL ?
+	    t->server_name : NULL, c->username, c->password, err, errlen);
+}
+
+void
+etcd_peer_free(struct etcd_peer *p)
+{
+	if (p == NULL)
+		return;
+	tls_cli_free(p->tls);
+	free(p->username);
+	if (p->password != NULL)
+		explicit_bzero(p->password, strlen(p->password));
+	free(p->password);
+	free(p->token);
+	free(p);
+}
 
 #define ETCD_KV_MAX_RESP	(1024 * 1024)
 
@@ -91,22 +149,71 @@ etcd_kv_connect(const char *endpoint, double deadline)
 	return fd;
 }
 
+/* One step of a TLS call: >0 done, 0 wait (done), -1 failed (errno). */
 static int
-etcd_kv_io(int fd, const char *req, size_t len, double deadline, char **out,
-    size_t *outlen)
+etcd_kv_ssl_wait(SSL *ssl, int rv, double deadline)
+{
+	switch (SSL_get_error(ssl, rv)) {
+	case SSL_ERROR_WANT_READ:
+		return etcd_kv_wait(SSL_get_fd(ssl), POLLIN, deadline);
+	case SSL_ERROR_WANT_WRITE:
+		return etcd_kv_wait(SSL_get_fd(ssl), POLLOUT, deadline);
+	default:
+		errno = ECONNRESET;
+		return -1;
+	}
+}
+
+static ssize_t
+etcd_kv_send(int fd, SSL *ssl, const char *p, size_t len, double deadline)
+{
+	ssize_t n;
+
+	if (ssl == NULL) {
+		if ((n = send(fd, p, len, MSG_NOSIGNAL)) == -1 &&
+		    errno == EAGAIN)
+			return etcd_kv_wait(fd, POLLOUT, deadline) == -1 ? -1 :
+			    0;
+		return n;
+	}
+	if ((n = SSL_write(ssl, p, (int)len)) > 0)
+		return n;
+	return etcd_kv_ssl_wait(ssl, (int)n, deadline) == -1 ? -1 : 0;
+}
+
+/* Bytes read, 0 at EOF, -2 try again, -1 failed. */
+static ssize_t
+etcd_kv_recv(int fd, SSL *ssl, char *p, size_t len, double deadline)
+{
+	ssize_t n;
+
+	if (ssl == NULL) {
+		if ((n = recv(fd, p, len, 0)) == -1 && errno == EAGAIN)
+			return etcd_kv_wait(fd, POLLIN, deadline) == -1 ? -1 :
+			    -2;
+		return n;
+	}
+	if ((n = SSL_read(ssl, p, (int)len)) > 0)
+		return n;
+	if (SSL_get_error(ssl, (int)n) == SSL_ERROR_ZERO_RETURN)
+		return 0;
+	return etcd_kv_ssl_wait(ssl, (int)n, deadline) == -1 ? -1 : -2;
+}
+
+static int
+etcd_kv_io(int fd, SSL *ssl, const char *req, size_t len, double deadline,
+    char **out, size_t *outlen)
 {
 	size_t off = 0, cap = 4096;
 	ssize_t n;
 	char *buf, *nb;
 
-	while (off < len) {
-		if ((n = send(fd, req + off, len - off, MSG_NOSIGNAL)) > 0)
+	while (off < len)
+		if ((n = etcd_kv_send(fd, ssl, req + off, len - off,
+		    deadline)) == -1)
+			return -1;
+		else
 			off += (size_t)n;
-		else if (n == -1 && errno != EAGAIN)
-			return -1;
-		else if (etcd_kv_wait(fd, POLLOUT, deadline) == -1)
-			return -1;
-	}
 	if ((buf = malloc(cap)) == NULL)
 		return -1;
 	for (off = 0;;) {
@@ -120,12 +227,12 @@ etcd_kv_io(int fd, const char *req, size_t len, double deadline, char **out,
 			buf = nb;
 			cap *= 2;
 		}
-		if ((n = recv(fd, buf + off, cap - off - 1, 0)) > 0)
+		if ((n = etcd_kv_recv(fd, ssl, buf + off, cap - off - 1,
+		    deadline)) > 0)
 			off += (size_t)n;
 		else if (n == 0)
 			break;
-		else if (errno != EAGAIN ||
-		    etcd_kv_wait(fd, POLLIN, deadline) == -1) {
+		else if (n == -1) {
 			free(buf);
 			return -1;
 		}
@@ -136,32 +243,72 @@ etcd_kv_io(int fd, const char *req, size_t len, double deadline, char **out,
 	return 0;
 }
 
-int
-etcd_kv_post(const char *endpoint, const char *path, const char *body,
-    double timeout, char **resp, char *err, size_t errlen)
+/* The TLS handshake on fd: an SSL, or NULL and why in err. */
+static SSL *
+etcd_kv_handshake(struct etcd_peer *p, int fd, const char *endpoint,
+    double deadline, char *err, size_t errlen)
 {
-	double deadline = monotime_now() + timeout;
+	SSL *ssl;
+	long vr;
+	int rv;
+
+	ERR_clear_error();
+	if ((ssl = tls_cli_ssl(p->tls)) == NULL || SSL_set_fd(ssl, fd) != 1) {
+		SSL_free(ssl);
+		snprintf(err, errlen, "etcd %s: out of memory", endpoint);
+		return NULL;
+	}
+	while ((rv = SSL_connect(ssl)) != 1)
+		if (etcd_kv_ssl_wait(ssl, rv, deadline) == -1) {
+			vr = SSL_get_verify_result(ssl);
+			snprintf(err, errlen, "etcd %s: TLS handshake failed: "
+			    "%s", endpoint, vr != X509_V_OK ?
+			    X509_verify_cert_error_string(vr) : errno ==
+			    ETIMEDOUT ? "timed out" :
+			    ERR_reason_error_string(ERR_peek_last_error()) !=
+			    NULL ? ERR_reason_error_string(
+			    ERR_peek_last_error()) : "connection closed");
+			ERR_clear_error();
+			SSL_free(ssl);
+			return NULL;
+		}
+	return ssl;
+}
+
+/* One POST, as is: the status and body, or -1. */
+static int
+etcd_kv_post1(struct etcd_peer *p, const char *endpoint, const char *path,
+    const char *body, const char *token, double deadline, char **resp,
+    char *err, size_t errlen)
+{
 	char *req = NULL, *raw = NULL, *sep;
 	size_t rawlen;
-	int fd, status, len;
+	SSL *ssl = NULL;
+	int fd, status, len, rv;
 
 	*resp = NULL;
 	if ((len = asprintf(&req, "POST %s HTTP/1.0\r\nHost: %s\r\n"
-	    "Content-Type: application/json\r\nContent-Length: %zu\r\n\r\n%s",
-	    path, endpoint, strlen(body), body)) == -1) {
+	    "%s%s%sContent-Type: application/json\r\nContent-Length: %zu"
+	    "\r\n\r\n%s", path, endpoint, token != NULL ? "Authorization: " :
+	    "", token != NULL ? token : "", token != NULL ? "\r\n" : "",
+	    strlen(body), body)) == -1) {
 		snprintf(err, errlen, "out of memory");
 		return -1;
 	}
-	if ((fd = etcd_kv_connect(endpoint, deadline)) == -1 ||
-	    etcd_kv_io(fd, req, (size_t)len, deadline, &raw, &rawlen) == -1) {
+	if ((fd = etcd_kv_connect(endpoint, deadline)) == -1)
 		snprintf(err, errlen, "etcd %s: %s", endpoint, strerror(errno));
-		if (fd != -1)
-			close(fd);
-		free(req);
-		return -1;
-	}
-	close(fd);
+	else if (p != NULL && p->tls != NULL && (ssl = etcd_kv_handshake(p,
+	    fd, endpoint, deadline, err, errlen)) == NULL)
+		;
+	else if ((rv = etcd_kv_io(fd, ssl, req, (size_t)len, deadline, &raw,
+	    &rawlen)) == -1)
+		snprintf(err, errlen, "etcd %s: %s", endpoint, strerror(errno));
+	SSL_free(ssl);
+	if (fd != -1)
+		close(fd);
 	free(req);
+	if (raw == NULL)
+		return -1;
 	if (sscanf(raw, "HTTP/%*d.%*d %d", &status) != 1 ||
 	    (sep = strstr(raw, "\r\n\r\n")) == NULL) {
 		snprintf(err, errlen, "etcd %s: not an HTTP answer", endpoint);
@@ -173,22 +320,85 @@ etcd_kv_post(const char *endpoint, const char *path, const char *body,
 	return status;
 }
 
+/* POST /v3/auth/authenticate: the token into p, or -1 and err. */
+static int
+etcd_kv_auth(struct etcd_peer *p, const char *endpoint, double deadline,
+    char *err, size_t errlen)
+{
+	json_t *doc = json_pack("{s:s, s:s}", "name", p->username,
+	    "password", p->password);
+	char *body = doc != NULL ? json_dumps(doc, JSON_COMPACT) : NULL, *resp;
+	const char *tok;
+	int status;
+
+	json_decref(doc);
+	if (body == NULL) {
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
+	status = etcd_kv_post1(p, endpoint, "/v3/auth/authenticate", body,
+	    NULL, deadline, &resp, err, errlen);
+	explicit_bzero(body, strlen(body));
+	free(body);
+	if (status == -1)
+		return -1;
+	doc = json_loads(resp, 0, NULL);
+	tok = json_string_value(json_object_get(doc, "token"));
+	if (status != 200 || tok == NULL || (p->token = strdup(tok)) == NULL)
+		snprintf(err, errlen, "etcd %s: authenticate as %s: HTTP %d: "
+		    "%.200s", endpoint, p->username, status, resp);
+	json_decref(doc);
+	free(resp);
+	return p->token != NULL ? 0 : -1;
+}
+
+int
+etcd_kv_post(struct etcd_peer *p, const char *endpoint, const char *path,
+    const char *body, double timeout, char **resp, char *err, size_t errlen)
+{
+	double deadline = monotime_now() + timeout;
+	int status, again;
+
+	*resp = NULL;
+	for (again = 1;; again--) {
+		if (p != NULL && p->username != NULL && p->token == NULL &&
+		    etcd_kv_auth(p, endpoint, deadline, err, errlen) == -1)
+			return -1;
+		status = etcd_kv_post1(p, endpoint, path, body, p != NULL ?
+		    p->token : NULL, deadline, resp, err, errlen);
+		/* 401: the token expired or etcd restarted; once more. */
+		if (status != 401 || p == NULL || p->username == NULL ||
+		    again == 0)
+			return status;
+		free(*resp);
+		*resp = NULL;
+		free(p->token);
+		p->token = NULL;
+	}
+}
+
 /* POST a txn to each endpoint in turn; the parsed answer, or NULL. */
 static json_t *
 etcd_kv_txn(const struct conf_etcd *e, json_t *txn, char *err, size_t errlen)
 {
+	struct etcd_peer *p;
 	char *body, *resp;
 	json_t *doc = NULL;
 	unsigned i;
 	int status = -1;
 
+	/* A peer per call: admin writes are rare, and threads share none. */
+	if ((p = etcd_peer_conf(e, err, errlen)) == NULL)
+		return NULL;
 	if ((body = json_dumps(txn, JSON_COMPACT)) == NULL) {
+		etcd_peer_free(p);
 		snprintf(err, errlen, "out of memory");
 		return NULL;
 	}
 	for (i = 0; i < e->nendpoints && status == -1; i++)
-		status = etcd_kv_post(e->endpoints[i], "/v3/kv/txn", body,
+		status = etcd_kv_post(p, e->endpoints[i], "/v3/kv/txn", body,
 		    e->request_timeout, &resp, err, errlen);
+	etcd_peer_free(p);
 	free(body);
 	if (status == -1)
 		return NULL;

@@ -14,6 +14,21 @@
 #include <stddef.h>
 
 struct conf_etcd;
+struct etcd_peer;
+
+/*
+ * How to reach etcd: https (verify with ca, present cert/key; NULL: plain
+ * http) and credentials (username NULL: none).  Holds the auth token
+ * between calls: one thread at a time.  NULL and err when a file is bad.
+ */
+struct etcd_peer *etcd_peer_new(int https, const char *ca, const char *cert,
+		    const char *key, const char *server_name,
+		    const char *username, const char *password, char *err,
+		    size_t errlen);
+/* registry.etcd's. */
+struct etcd_peer *etcd_peer_conf(const struct conf_etcd *, char *err,
+		    size_t errlen);
+void		 etcd_peer_free(struct etcd_peer *);
 
 /* The key of replica id of name: PREFIX/deployments/NAME/replicas/ID
  * (free()), or NULL when out of memory. */
@@ -31,12 +46,13 @@ int	 etcd_kv_put(const struct conf_etcd *, const char *key,
 int	 etcd_kv_delete(const struct conf_etcd *, const char *key, char *err,
 	    size_t errlen);
 /*
- * One POST of body to path at endpoint (IP:PORT): the HTTP status and the
- * response body (free()), or -1 and err.  Shared with the tests' reading
- * of what the gateway says.
+ * One POST of body to path at endpoint (IP:PORT) through peer (NULL:
+ * plain http, no auth): the HTTP status and the response body (free()),
+ * or -1 and err.  With credentials, authenticates first when it holds no
+ * token, and once more when etcd says the token is invalid (401).
  */
-int	 etcd_kv_post(const char *endpoint, const char *path,
-	    const char *body, double timeout, char **resp, char *err,
-	    size_t errlen);
+int	 etcd_kv_post(struct etcd_peer *, const char *endpoint,
+	    const char *path, const char *body, double timeout, char **resp,
+	    char *err, size_t errlen);
 
 #endif

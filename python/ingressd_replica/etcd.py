@@ -1,5 +1,8 @@
 """Self-registration in etcd: --register etcd://HOST:PORT/PREFIX[?ttl=N]
-(or INGRESSD_REGISTER; ttl defaults to 10 seconds).
+(or INGRESSD_REGISTER; ttl defaults to 10 seconds).  etcds:// is https,
+verified with &ca=FILE (the certificate must name the IP; &cert=FILE&key=FILE:
+mutual TLS);
+&user=U&password_file=FILE authenticate (the token is renewed on a 401).
 
 The replica grants itself a lease (TTL seconds), puts
 PREFIX/deployments/NAME/replicas/ID = {"address", "max_ongoing_requests"}
@@ -14,7 +17,9 @@ Uses only the standard library (etcd's v3 JSON gateway over HTTP)."""
 import base64
 import json
 import logging
+import ssl
 import threading
+import urllib.error
 import urllib.parse
 import urllib.request
 
@@ -27,18 +32,40 @@ def _b64(s):
     return base64.b64encode(s.encode()).decode()
 
 
+# The certificate must name the endpoint's address (an IP SAN).
+_PARAMS = ("ttl", "ca", "cert", "key", "user",
+           "password_file")
+
+
 def parse_url(url):
-    """etcd://HOST:PORT[,HOST:PORT...]/PREFIX[?ttl=N] ->
-    (["http://HOST:PORT"], "/PREFIX", ttl)."""
+    """etcd[s]://HOST:PORT[,HOST:PORT...]/PREFIX[?ttl=N&...] ->
+    (["http[s]://HOST:PORT"], "/PREFIX", ttl, {param: value})."""
     u = urllib.parse.urlsplit(url)
-    if u.scheme != "etcd" or not u.netloc:
-        raise ValueError("--register: must be etcd://HOST:PORT/PREFIX, "
+    if u.scheme not in ("etcd", "etcds") or not u.netloc:
+        raise ValueError("--register: must be etcd[s]://HOST:PORT/PREFIX, "
                          "not %r" % url)
     prefix = u.path.rstrip("/") or "/ingressd"
-    ttl = urllib.parse.parse_qs(u.query).get("ttl", [DEFAULT_TTL])[0]
+    q = {k: v[0] for k, v in urllib.parse.parse_qs(u.query).items()}
+    bad = set(q) - set(_PARAMS)
+    if bad:
+        raise ValueError("--register: unknown parameter(s) %s" %
+                         ", ".join(sorted(bad)))
+    ttl = q.pop("ttl", DEFAULT_TTL)
     if not str(ttl).isdigit() or not 2 <= int(ttl) <= 3600:
         raise ValueError("--register: ttl must be 2..3600 seconds")
-    return ["http://" + h for h in u.netloc.split(",")], prefix, int(ttl)
+    if ("cert" in q) != ("key" in q) or ("user" in q) != (
+            "password_file" in q):
+        raise ValueError("--register: cert and key, user and "
+                         "password_file go together")
+    scheme = "https://" if u.scheme == "etcds" else "http://"
+    return [scheme + h for h in u.netloc.split(",")], prefix, int(ttl), q
+
+
+def _ssl_context(q):
+    ctx = ssl.create_default_context(cafile=q.get("ca"))
+    if "cert" in q:
+        ctx.load_cert_chain(q["cert"], q["key"])
+    return ctx
 
 
 class Registration:
@@ -48,7 +75,14 @@ class Registration:
                  max_ongoing=None):
         if not deployment:
             raise ValueError("--register needs --deployment NAME")
-        self.endpoints, prefix, self.ttl = parse_url(url)
+        self.endpoints, prefix, self.ttl, q = parse_url(url)
+        self._ctx = _ssl_context(q) if url.startswith("etcds:") else None
+        self._user = q.get("user")
+        self._password = None
+        if self._user:
+            with open(q["password_file"]) as f:
+                self._password = f.readline().rstrip("\r\n")
+        self._token = None
         self.key = "%s/deployments/%s/replicas/%s" % (prefix, deployment,
                                                       replica_id)
         value = {"address": address}
@@ -60,18 +94,39 @@ class Registration:
         self._thread = None
         self._cur = 0
 
+    def _post(self, ep, path, body, timeout, token):
+        h = {"Content-Type": "application/json"}
+        if token:
+            h["Authorization"] = token
+        req = urllib.request.Request(ep + path, data=json.dumps(body).encode(),
+                                     headers=h)
+        with urllib.request.urlopen(req, timeout=timeout,
+                                    context=self._ctx) as r:
+            return json.loads(r.read())
+
+    def _call1(self, ep, path, body, timeout):
+        for again in (True, False):
+            if self._user and self._token is None:
+                self._token = self._post(ep, "/v3/auth/authenticate", {
+                    "name": self._user, "password": self._password},
+                    timeout, None)["token"]
+            try:
+                return self._post(ep, path, body, timeout, self._token)
+            except urllib.error.HTTPError as e:
+                # 401: the token expired (or etcd restarted): renew once.
+                if e.code != 401 or not self._user or not again:
+                    raise
+                self._token = None
+
     def _call(self, path, body, timeout=3.0):
         last = None
         for i in range(len(self.endpoints)):
             ep = self.endpoints[(self._cur + i) % len(self.endpoints)]
-            req = urllib.request.Request(
-                ep + path, data=json.dumps(body).encode(),
-                headers={"Content-Type": "application/json"})
             try:
-                with urllib.request.urlopen(req, timeout=timeout) as r:
-                    self._cur = (self._cur + i) % len(self.endpoints)
-                    return json.loads(r.read())
-            except (OSError, ValueError) as e:
+                r = self._call1(ep, path, body, timeout)
+                self._cur = (self._cur + i) % len(self.endpoints)
+                return r
+            except (OSError, ValueError, KeyError) as e:
                 last = e
         raise OSError("etcd: %s" % last)
 

@@ -7,6 +7,7 @@ import json
 import os
 import shutil
 import signal
+import ssl
 import subprocess
 import tempfile
 import time
@@ -22,11 +23,25 @@ def b64(s):
 	return base64.b64encode(s.encode()).decode()
 
 
+def etcd_certs():
+	"""test_tls's certificates, plus etcd's own: its gateway dials the
+	server with it, so it must be good for clientAuth as well."""
+	from test_tls import _ec_req, _sign, certs
+	c = certs()
+	if "etcd" not in c:
+		_ec_req(c["dir"], "etcd", "etcd.test", "DNS:etcd.test,"
+		    "IP:127.0.0.1", ext="serverAuth,clientAuth")
+		_sign(c["dir"], "etcd", "ca")
+		c["etcd"] = tuple(os.path.join(c["dir"], "etcd." + x) for x in
+		    ("pem", "key"))
+	return c
+
+
 class Etcd:
 	"""with Etcd() as e: e.put("/ingressd/...", {...})
 	members > 1: a cluster on loopback; e.endpoints lists them all."""
 
-	def __init__(self, members=1, progress=1.0):
+	def __init__(self, members=1, progress=1.0, tls=False):
 		if not os.access(ETCD, os.X_OK):
 			raise unittest.SkipTest("etcd missing: apt-get install "
 			    "etcd-server etcd-client")
@@ -37,10 +52,18 @@ class Etcd:
 		self.peer = [free_port() for _ in range(members)]
 		self.procs = [None] * members
 		self.logs = [None] * members
+		# tls: https with test_tls's certificates ("a" serves, "client"
+		# is the client's, both from "ca"), client certificates required.
+		self.tls = None
+		self.scheme = "https" if tls else "http"
+		if tls:
+			self.tls = etcd_certs()
+		self.token = None	# set by enable_auth: the tests' root
 
 	@property
 	def endpoints(self):
-		return ["http://127.0.0.1:%d" % p for p in self.client]
+		return ["%s://127.0.0.1:%d" % (self.scheme, p) for p in
+		    self.client]
 
 	def start_member(self, i):
 		name = "m%d" % i
@@ -49,10 +72,8 @@ class Etcd:
 		self.logs[i] = open(log_path("etcd-" + name), "ab")
 		args = [ETCD, "--name", name, "--data-dir",
 		    os.path.join(self.tmp, name),
-		    "--listen-client-urls", "http://127.0.0.1:%d" %
-		    self.client[i],
-		    "--advertise-client-urls", "http://127.0.0.1:%d" %
-		    self.client[i],
+		    "--listen-client-urls", self.endpoints[i],
+		    "--advertise-client-urls", self.endpoints[i],
 		    "--listen-peer-urls", "http://127.0.0.1:%d" % self.peer[i],
 		    "--initial-advertise-peer-urls", "http://127.0.0.1:%d" %
 		    self.peer[i],
@@ -60,6 +81,10 @@ class Etcd:
 		    "--initial-cluster-state", "new",
 		    "--experimental-watch-progress-notify-interval",
 		    "%gs" % self.progress]
+		if self.tls:
+			args += ["--cert-file", self.tls["etcd"][0], "--key-file",
+			    self.tls["etcd"][1], "--trusted-ca-file",
+			    self.tls["ca"][0], "--client-cert-auth"]
 		self.procs[i] = subprocess.Popen(args, stdin=subprocess.DEVNULL,
 		    stdout=self.logs[i], stderr=self.logs[i])
 		_register(self.procs[i])
@@ -116,15 +141,43 @@ class Etcd:
 		    [i for i in range(self.n) if self.procs[i] is not None]
 		last = None
 		for i in members:
-			req = urllib.request.Request("http://127.0.0.1:%d%s" %
-			    (self.client[i], path), data=json.dumps(body).encode(),
-			    headers={"Content-Type": "application/json"})
+			h = {"Content-Type": "application/json"}
+			if self.token:
+				h["Authorization"] = self.token
+			req = urllib.request.Request(self.endpoints[i] + path,
+			    data=json.dumps(body).encode(), headers=h)
 			try:
-				with urllib.request.urlopen(req, timeout=timeout) as r:
+				with urllib.request.urlopen(req, timeout=timeout,
+				    context=self.ssl_context()) as r:
 					return json.loads(r.read())
 			except OSError as e:
 				last = e
 		raise last or OSError("no etcd member running")
+
+	def ssl_context(self):
+		if not self.tls:
+			return None
+		ctx = ssl.create_default_context(cafile=self.tls["ca"][0])
+		ctx.load_cert_chain(*self.tls["client"])
+		return ctx
+
+	def enable_auth(self, user, password, prefix):
+		"""root (password "rootpw") and user with readwrite on prefix;
+		auth on; this object's own calls go as root from then on."""
+		for path, body in (
+		    ("/v3/auth/user/add", {"name": "root", "password": "rootpw"}),
+		    ("/v3/auth/role/add", {"name": "root"}),
+		    ("/v3/auth/user/grant", {"user": "root", "role": "root"}),
+		    ("/v3/auth/user/add", {"name": user, "password": password}),
+		    ("/v3/auth/role/add", {"name": "fleet"}),
+		    ("/v3/auth/role/grant", {"name": "fleet", "perm": {
+			"permType": "READWRITE", "key": b64(prefix + "/"),
+			"range_end": b64(prefix + "0")}}),
+		    ("/v3/auth/user/grant", {"user": user, "role": "fleet"}),
+		    ("/v3/auth/enable", {})):
+			self.call(path, body)
+		self.token = self.call("/v3/auth/authenticate", {"name": "root",
+		    "password": "rootpw"})["token"]
 
 	def put(self, key, value, lease=None):
 		if not isinstance(value, str):

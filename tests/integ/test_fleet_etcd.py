@@ -416,11 +416,100 @@ class Faults(unittest.TestCase):
 				    what="the watch moved on")
 
 
+class Secure(unittest.TestCase):
+	"""registry.etcd over https with client certificates, and with etcd
+	auth (username + password_file)."""
+
+	def tls(self, e, ca="ca"):
+		c = e.tls
+		return {"ca": c[ca][0], "cert": c["client"][0],
+		    "key": c["client"][1]}
+
+	def test_mtls_follow(self):
+		with Etcd(tls=True) as e, Replica("echo", rid="r1") as rep, \
+		    Daemon(conf=fleet_conf(e.endpoints, tls=self.tls(e))) as d:
+			wait_until(lambda: etcd_metrics(d)["watch_up"] == 1, 10,
+			    what="watch up over TLS")
+			e.put(key("m", "r1"), {"address": rep.listen})
+			wait_until(lambda: routes(d, "m"), 5, what="routed")
+			# The admin write-through speaks TLS too.
+			r = request(d.admin_port, "PUT",
+			    "/-/deployments/m2/replicas/r2", body=json.dumps(
+			    {"address": rep.listen}).encode(), timeout=5)
+			self.assertEqual(r.status, 200, r.body)
+			self.assertEqual(e.get(key("m2", "r2"))["address"],
+			    rep.listen)
+
+	def test_wrong_ca_refused(self):
+		with Etcd(tls=True) as e, Daemon(conf=fleet_conf(e.endpoints,
+		    tls=self.tls(e, ca="ca2"))) as d:
+			wait_log(d, "TLS: etcd's certificate not verified", 10)
+			self.assertEqual(etcd_metrics(d)["watch_up"], 0)
+
+	def auth_conf(self, e, password):
+		pw = os.path.join(e.tmp, "pw-%s" % password)
+		with open(pw, "w") as f:
+			f.write(password + "\n")
+		return fleet_conf(e.endpoints, username="fleet",
+		    password_file=pw)
+
+	def test_auth_follow(self):
+		with Etcd() as e, Replica("echo", rid="r1") as rep:
+			e.enable_auth("fleet", "s3cret", PREFIX)
+			with Daemon(conf=self.auth_conf(e, "s3cret")) as d:
+				wait_until(lambda: etcd_metrics(d)["watch_up"] == 1,
+				    10, what="watch up with a token")
+				e.put(key("m", "r1"), {"address": rep.listen})
+				wait_until(lambda: routes(d, "m"), 5, what="routed")
+				r = request(d.admin_port, "PUT",
+				    "/-/deployments/m2/replicas/r2", body=json.dumps(
+				    {"address": rep.listen}).encode(), timeout=5)
+				self.assertEqual(r.status, 200, r.body)
+				self.assertEqual(e.get(key("m2", "r2"))["address"],
+				    rep.listen)
+
+	def test_bad_password_retried(self):
+		with Etcd() as e:
+			e.enable_auth("fleet", "s3cret", PREFIX)
+			with Daemon(conf=self.auth_conf(e, "wrong")) as d:
+				log = wait_until(lambda: d.log_text().count(
+				    'authenticate as "fleet"') >= 3 and d.log_text(),
+				    15, what="three refused authentications")
+				self.assertIn("authentication failed", log)
+				delays = [float(x.split(" ms")[0]) for x in
+				    log.split("again in ")[1:4]]
+				self.assertLess(delays[0], delays[2])
+				self.assertEqual(etcd_metrics(d)["watch_up"], 0)
+
+	def test_python_replica_registers_over_tls(self):
+		with Etcd(tls=True) as e, Daemon(conf=fleet_conf(e.endpoints,
+		    tls=self.tls(e))) as d:
+			port = free_port()
+			c = e.tls
+			url = ("etcds://127.0.0.1:%d%s?ttl=5&ca=%s&cert=%s&key=%s" %
+			    (e.client[0], PREFIX, c["ca"][0], c["client"][0],
+			    c["client"][1]))
+			logf = open(log_path("replica-py-etcd-tls"), "wb")
+			proc = subprocess.Popen([sys.executable, os.path.join(ROOT,
+			    "python/examples/echo.py"), "--listen",
+			    "127.0.0.1:%d" % port, "--id", "p1", "--deployment",
+			    "pm", "--register", url], stdout=logf, stderr=logf)
+			_register(proc)
+			try:
+				self.assertEqual(wait_until(lambda: e.get(key("pm",
+				    "p1")), 10, what="registered over TLS")
+				    ["address"], "127.0.0.1:%d" % port)
+				wait_until(lambda: routes(d, "pm"), 10,
+				    what="routed by the instance over mTLS")
+			finally:
+				stop_proc(proc)
+				logf.close()
+
+
 class Conf(unittest.TestCase):
 
 	def test_bad_endpoints(self):
 		for ep, msg in (("127.0.0.1:2379", 'must be "http://IP:PORT"'),
-		    ("https://127.0.0.1:2379", "https is not supported"),
 		    ("http://etcd.example:2379", '"etcd.example": must be an '
 		    'IPv4 address, not a name')):
 			d = Daemon(conf=fleet_conf([ep]), expect_exit=None)
