@@ -51,8 +51,6 @@ static int	conf_inproc_args(struct conf_ctx *, const struct conf_key *,
 		    json_t *, void *);
 static int	conf_health_path(struct conf_ctx *, const struct conf_key *,
 		    json_t *, void *);
-static int	conf_upstream_tls(struct conf_ctx *, const struct conf_key *,
-		    json_t *, void *);
 
 #define R(f)	offsetof(struct conf_route, f)
 static const struct conf_key conf_route_keys[] = {
@@ -118,7 +116,7 @@ static const struct conf_key conf_upstream_tls_keys[] = {
 };
 #undef U
 
-static int
+int
 conf_upstream_tls(struct conf_ctx *ctx, const struct conf_key *k, json_t *v,
     void *base)
 {

@@ -33,6 +33,8 @@ int	conf_routes(struct conf_ctx *, const struct conf_key *,
 		    json_t *, void *);
 int	conf_deployments(struct conf_ctx *, const struct conf_key *,
 		    json_t *, void *);
+int	conf_upstream_tls(struct conf_ctx *, const struct conf_key *,
+		    json_t *, void *);
 void	conf_upstream_tls_free(struct conf_upstream_tls *);
 
 #endif /* INGRESSD_CONF_IMPL_H */
