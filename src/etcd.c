@@ -30,6 +30,7 @@
 #include "b64.h"
 #include "conf.h"
 #include "etcd.h"
+#include "etcd_stats.h"
 #include "etcd_set.h"
 #include "log.h"
 #include "monotime.h"
@@ -72,11 +73,6 @@ struct etcd {
 	struct event	*snap_ev;
 };
 
-/* What /metrics and /-/ready read, from any thread. */
-static _Atomic int	 etcd_on, etcd_synced, etcd_watch_up;
-static _Atomic int64_t	 etcd_revision;
-static _Atomic uint64_t	 etcd_heard_ms;	/* monotime of the last message */
-static _Atomic uint64_t	 etcd_reconnects, etcd_relists, etcd_events;
 
 static void	etcd_connect(struct etcd *);
 static void	etcd_list_page(struct etcd *);
@@ -95,7 +91,7 @@ etcd_now_ms(void)
 static void
 etcd_heard(void)
 {
-	atomic_store(&etcd_heard_ms, etcd_now_ms());
+	atomic_store(&etcd_stats.heard_ms, etcd_now_ms());
 }
 
 static void
@@ -119,7 +115,7 @@ etcd_fail(struct etcd *e, int retry, const char *why)
 	if (e->dead)
 		return;
 	e->dead = 1;
-	atomic_store(&etcd_watch_up, 0);
+	atomic_store(&etcd_stats.watch_up, 0);
 	/* An expired or revoked token shows as any failure (a 401, a watch
 	 * error line): the next session authenticates anew, which costs
 	 * one call per reconnect and no guessing at error texts. */
@@ -162,7 +158,7 @@ etcd_retry_cb(evutil_socket_t fd, short ev, void *arg)
 	struct etcd *e = arg;
 
 	etcd_kill_cb(fd, ev, arg);
-	atomic_fetch_add(&etcd_reconnects, 1);
+	atomic_fetch_add(&etcd_stats.reconnects, 1);
 	etcd_connect(e);
 }
 
@@ -318,15 +314,15 @@ etcd_list_done(struct etcd *e)
 	unsigned n = etcd_set_list_end(e->set);
 
 	if (e->listed)
-		atomic_fetch_add(&etcd_relists, 1);
+		atomic_fetch_add(&etcd_stats.relists, 1);
 	log_info("etcd: %s: listed %u replica key(s) at revision %lld, %u "
 	    "changed", e->endpoints[e->cur], etcd_set_size(e->set),
 	    (long long)e->list_rev, n);
 	e->listed = 1;
 	e->relist = 0;
 	e->rev = e->list_rev;
-	atomic_store(&etcd_revision, e->rev);
-	atomic_store(&etcd_synced, 1);
+	atomic_store(&etcd_stats.revision, e->rev);
+	atomic_store(&etcd_stats.synced, 1);
 	etcd_changed(e);
 	etcd_watch(e);
 }
@@ -440,7 +436,7 @@ etcd_event(struct etcd *e, json_t *ev)
 	free(value);
 	if (mod > e->rev)
 		e->rev = mod;
-	atomic_fetch_add(&etcd_events, 1);
+	atomic_fetch_add(&etcd_stats.events, 1);
 }
 
 /* One watch response; -1 when the session is over. */
@@ -481,7 +477,7 @@ etcd_watch_msg(struct etcd *e, json_t *msg)
 		if (r > e->rev)
 			e->rev = r;
 	}
-	atomic_store(&etcd_revision, e->rev);
+	atomic_store(&etcd_stats.revision, e->rev);
 	if (json_array_size(evs) > 0)
 		etcd_changed(e);
 	etcd_arm(e->deadline_ev, e->watch_timeout);
@@ -555,7 +551,7 @@ etcd_watch(struct etcd *e)
 		etcd_fail(e, 1, "watch: cannot send");
 		return;
 	}
-	atomic_store(&etcd_watch_up, 1);
+	atomic_store(&etcd_stats.watch_up, 1);
 	etcd_arm(e->deadline_ev, e->watch_timeout);
 }
 
@@ -713,7 +709,7 @@ etcd_load_snapshot(struct etcd *e)
 	else if (rv == 0) {
 		log_info("etcd: snapshot %s: %u replica key(s) until etcd "
 		    "answers", e->snapshot, etcd_set_size(e->set));
-		atomic_store(&etcd_synced, 1);
+		atomic_store(&etcd_stats.synced, 1);
 	}
 }
 
@@ -740,7 +736,7 @@ etcd_new(struct event_base *base, struct registry *reg,
 	    (e->deadline_ev = evtimer_new(base, etcd_deadline_cb, e)) ==
 	    NULL || (e->snap_ev = evtimer_new(base, etcd_snap_cb, e)) == NULL)
 		goto oom;
-	atomic_store(&etcd_on, 1);
+	atomic_store(&etcd_stats.on, 1);
 	etcd_heard();
 	etcd_load_snapshot(e);
 	log_info("etcd: following %s/deployments/ on %u %s endpoint(s)%s%s",
@@ -791,57 +787,4 @@ etcd_free(struct etcd *e)
 	free(e->range_end);
 	free(e->list_next);
 	free(e);
-}
-
-/* Any thread ---------------------------------------------------------- */
-
-int
-etcd_enabled(void)
-{
-	return atomic_load(&etcd_on);
-}
-
-int
-etcd_in_sync(void)
-{
-	return atomic_load(&etcd_synced);
-}
-
-static void
-etcd_family(FILE *fp, const char *name, const char *type, const char *help)
-{
-	fprintf(fp, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
-}
-
-void
-etcd_metrics_render(FILE *fp)
-{
-	if (!etcd_enabled())
-		return;
-	etcd_family(fp, "ingressd_etcd_revision", "gauge",
-	    "Last etcd revision received on the watch (or listed).");
-	fprintf(fp, "ingressd_etcd_revision %lld\n",
-	    (long long)atomic_load(&etcd_revision));
-	etcd_family(fp, "ingressd_etcd_last_heard_seconds", "gauge",
-	    "Seconds since the last watch event or progress notification.");
-	fprintf(fp, "ingressd_etcd_last_heard_seconds %.3f\n",
-	    (double)(etcd_now_ms() - atomic_load(&etcd_heard_ms)) / 1000.0);
-	etcd_family(fp, "ingressd_etcd_watch_up", "gauge",
-	    "1 while a watch stream is open.");
-	fprintf(fp, "ingressd_etcd_watch_up %d\n", atomic_load(&etcd_watch_up));
-	etcd_family(fp, "ingressd_etcd_in_sync", "gauge",
-	    "1 once a list completed or the snapshot was loaded.");
-	fprintf(fp, "ingressd_etcd_in_sync %d\n", atomic_load(&etcd_synced));
-	etcd_family(fp, "ingressd_etcd_reconnects_total", "counter",
-	    "Sessions started again after a failure or a compaction.");
-	fprintf(fp, "ingressd_etcd_reconnects_total %llu\n",
-	    (unsigned long long)atomic_load(&etcd_reconnects));
-	etcd_family(fp, "ingressd_etcd_relists_total", "counter",
-	    "Full lists after the first (compaction, or a list interrupted).");
-	fprintf(fp, "ingressd_etcd_relists_total %llu\n",
-	    (unsigned long long)atomic_load(&etcd_relists));
-	etcd_family(fp, "ingressd_etcd_events_total", "counter",
-	    "Watch events applied.");
-	fprintf(fp, "ingressd_etcd_events_total %llu\n",
-	    (unsigned long long)atomic_load(&etcd_events));
 }
