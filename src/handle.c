@@ -38,21 +38,31 @@ struct handle_up {
 	struct upconn_watch watch;
 };
 
+/*
+ * What every request reads or writes comes first, in one cache line: with
+ * thousands of names in use a handle is seldom in the CPU's caches, so
+ * each line a request touches is a miss (issue 17, docs/performance.md
+ * "Hot set of names").  The rest is read on resolution, queueing and
+ * expiry only.
+ */
 struct handle {
-	struct wctx	*w;		/* the worker's context */
-	struct reg_deployment *dep;
+	struct handle	*hnext;		/* hash chain */
+	uint32_t	 hv;		/* hash_name(name) */
+	unsigned	 refs;		/* streams pointing here */
+	double		 used;		/* last handle_get(), monotonic */
+	double		 listed;	/* when last put at the LRU's head */
 	struct handle_up *ups;
 	unsigned	 nups;
-	enum reg_hstate	 state;
-	unsigned	 refs;		/* streams pointing here */
-	TAILQ_HEAD(, stream_qent) queue; /* waiting for a replica */
 	unsigned	 qlen;
-	unsigned	 queue_max;
-	double		 queue_timeout;
 	double		 request_timeout;
-	double		 used;		/* last handle_get(), monotonic */
-	struct handle	*hnext;		/* hash chain */
-	TAILQ_ENTRY(handle) lru;	/* LRU list, most recent first */
+	struct wctx	*w;		/* the worker's context */
+	/* cold */
+	struct reg_deployment *dep;
+	enum reg_hstate	 state;
+	unsigned	 queue_max;
+	TAILQ_HEAD(, stream_qent) queue; /* waiting for a replica */
+	double		 queue_timeout;
+	TAILQ_ENTRY(handle) lru;	/* LRU list, by listed, newest first */
 	unsigned	 detached:1;	/* out of the table: publishes nothing */
 	unsigned	 pinned:1;	/* prewarm: never expires */
 	char		 name[];
@@ -62,6 +72,7 @@ struct handle_table {
 	struct handle	**buckets;
 	unsigned	 nbuckets;	/* a power of two */
 	unsigned	 count;
+	double		 relist;	/* see handle_touch() */
 	TAILQ_HEAD(handle_lru, handle) lru; /* most recent at the head */
 };
 
@@ -128,7 +139,7 @@ handle_table_grow(struct handle_table *t)
 	for (i = 0; i < t->nbuckets; i++) {
 		for (h = t->buckets[i]; h != NULL; h = next) {
 			next = h->hnext;
-			k = hash_name(h->name) & (n - 1);
+			k = h->hv & (n - 1);
 			h->hnext = nb[k];
 			nb[k] = h;
 		}
@@ -138,14 +149,32 @@ handle_table_grow(struct handle_table *t)
 	t->nbuckets = n;
 }
 
+/*
+ * Moving a handle to the LRU's head writes to its two neighbours and the
+ * old head, three more cache lines per request when many names are busy;
+ * so a hit only stamps `used', and moves the handle once its place is
+ * older than t->relist.  Then every handle's `used' is less than
+ * `listed' + relist, and the expiry walk, which stops at the first tail
+ * not idle long enough, frees a handle at most relist late.
+ */
 static void
-handle_touch(struct handle_table *t, struct handle *h, double now)
+handle_relist(struct handle_table *t, struct handle *h, double now)
 {
 	h->used = now;
+	h->listed = now;
 	if (TAILQ_FIRST(&t->lru) == h)
 		return;
 	TAILQ_REMOVE(&t->lru, h, lru);
 	TAILQ_INSERT_HEAD(&t->lru, h, lru);
+}
+
+static void
+handle_touch(struct handle_table *t, struct handle *h, double now)
+{
+	if (now - h->listed >= t->relist)
+		handle_relist(t, h, now);
+	else
+		h->used = now;
 }
 
 static void
@@ -275,13 +304,14 @@ handle_resolve(struct wctx *w, const char *name)
 }
 
 static struct handle *
-handle_find(struct handle_table *t, const char *name)
+handle_find(struct handle_table *t, const char *name, uint32_t hv)
 {
 	struct handle *h;
-	uint32_t k = hash_name(name) & (t->nbuckets - 1);
 
-	for (h = t->buckets[k]; h != NULL; h = h->hnext) {
-		if (strcmp(h->name, name) == 0)
+	for (h = t->buckets[hv & (t->nbuckets - 1)]; h != NULL; h = h->hnext) {
+		/* The name is on another cache line: ask for it early. */
+		__builtin_prefetch(h->name);
+		if (h->hv == hv && strcmp(h->name, name) == 0)
 			return h;
 	}
 	return NULL;
@@ -292,9 +322,11 @@ handle_get(struct wctx *w, const char *name)
 {
 	struct handle_table *t = w->handles;
 	struct handle *h;
-	uint32_t hv;
+	uint32_t hv = hash_name(name), k;
 
-	if ((h = handle_find(t, name)) != NULL) {
+	if ((h = handle_find(t, name, hv)) != NULL) {
+		/* handle_submit() reads the replicas next. */
+		__builtin_prefetch(h->ups);
 		handle_touch(t, h, monotime_coarse());
 		return h;
 	}
@@ -302,11 +334,12 @@ handle_get(struct wctx *w, const char *name)
 		return NULL;
 	if (t->count >= t->nbuckets)
 		handle_table_grow(t);
-	hv = hash_name(name) & (t->nbuckets - 1);
-	h->hnext = t->buckets[hv];
-	t->buckets[hv] = h;
+	h->hv = hv;
+	k = hv & (t->nbuckets - 1);
+	h->hnext = t->buckets[k];
+	t->buckets[k] = h;
 	t->count++;
-	h->used = monotime_coarse();
+	h->used = h->listed = monotime_coarse();
 	TAILQ_INSERT_HEAD(&t->lru, h, lru);
 	return h;
 }
@@ -503,7 +536,7 @@ handle_refresh(struct wctx *w, const char *name)
 	struct handle *h;
 	unsigned n, nold;
 
-	if ((h = handle_find(w->handles, name)) == NULL)
+	if ((h = handle_find(w->handles, name, hash_name(name))) == NULL)
 		return 0;
 	if (registry_lookup(w->reg, name, &lk) == -1)
 		return -1;
@@ -543,7 +576,7 @@ handle_unlink(struct handle_table *t, struct handle *h)
 {
 	struct handle **pp;
 
-	pp = &t->buckets[hash_name(h->name) & (t->nbuckets - 1)];
+	pp = &t->buckets[h->hv & (t->nbuckets - 1)];
 	for (; *pp != NULL; pp = &(*pp)->hnext) {
 		if (*pp == h) {
 			*pp = h->hnext;
@@ -563,7 +596,7 @@ handle_detach(struct wctx *w, const char *name)
 	struct handle_table *t = w->handles;
 	struct handle *h;
 
-	if ((h = handle_find(t, name)) == NULL)
+	if ((h = handle_find(t, name, hash_name(name))) == NULL)
 		return NULL;
 	handle_unlink(t, h);
 	registry_publish_hstate(h->dep, w->id, REG_H_IDLE);
@@ -612,12 +645,14 @@ handle_table_expire(struct wctx *w, double ttl)
 
 	if (ttl <= 0)
 		return 0;
+	/* At most a second late, or a sixteenth of a short ttl. */
+	t->relist = ttl / 16 < 1 ? ttl / 16 : 1;
 	now = monotime_coarse();
 	t0 = monotime_now();
 	while ((h = TAILQ_LAST(&t->lru, handle_lru)) != NULL &&
 	    now - h->used >= ttl) {
 		if (h->refs > 0 || h->pinned) {
-			handle_touch(t, h, now);
+			handle_relist(t, h, now);
 			continue;
 		}
 		handle_evict(t, h);

@@ -170,7 +170,7 @@ def run(tmp):
 	argv = [os.path.join(BUILD, "ingressd"), "-c", cpath]
 	if CALLGRIND:
 		argv = ["valgrind", "--tool=callgrind", "--cache-sim=yes",
-		    "--instr-atstart=no", "--callgrind-out-file=" +
+		    "--instr-atstart=no", "--LL=1048576,16,64", "--callgrind-out-file=" +
 		    os.path.join(OUT, "callgrind.out.%p")] + argv
 	d = start(argv, os.path.join(OUT, "ingressd.log"))
 	wait_up(admin, reps)
