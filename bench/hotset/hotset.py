@@ -24,11 +24,13 @@ CALLGRIND=1 runs ingressd under valgrind --tool=callgrind --cache-sim=yes
 with instrumentation off; it is switched on (callgrind_control -i on) for
 each run's window only and dumped after it, so each dump holds one load
 (set ROUNDS=1, a short DURATION, and NAMES smaller: registration is slow
-under valgrind).  The dumps go to OUT/callgrind.out.*.
+under valgrind).  The dumps go to OUT/callgrind.out.*.  PERF=1 samples
+ingressd with perf record -e cpu-clock (no hardware counters needed)
+during each run, to OUT/perf.LABEL.data.
 
 Environment: BUILD (build), NAMES (100000), HOT (10000), REPLICAS (1),
 ROUNDS (20), DURATION (2), CONNS (100), OUT ($BUILD/bench-hotset),
-CALLGRIND.  Only 127.0.0.1 and unix sockets; every process is started
+CALLGRIND, PERF.  Only 127.0.0.1 and unix sockets; every process is started
 and stopped here by its pid.
 """
 
@@ -55,6 +57,7 @@ ROUNDS = int(os.environ.get("ROUNDS", "20"))
 DURATION = int(os.environ.get("DURATION", "2"))
 CONNS = int(os.environ.get("CONNS", "100"))
 CALLGRIND = os.environ.get("CALLGRIND", "") not in ("", "0")
+PERF = os.environ.get("PERF", "") not in ("", "0")
 OUT = os.environ.get("OUT", os.path.join(BUILD, "bench-hotset"))
 
 LUA = """-- %s: the same work per request whichever name it names
@@ -96,11 +99,19 @@ def wrk(port, script, log, pid, label):
 	if CALLGRIND:
 		callgrind(pid, ["-z"])
 		callgrind(pid, ["-i", "on"])
+	prof = None
+	if PERF:
+		prof = subprocess.Popen(["perf", "record", "-q", "-e", "cpu-clock",
+		    "-F", "4999", "-p", str(pid), "-o", os.path.join(OUT,
+		    "perf.%s.data" % label), "--", "sleep", str(DURATION)],
+		    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 	la, c0 = loadavg(), run_ns(pid)
 	out = subprocess.run(["timeout", "-k", "5", str(DURATION + 30), "wrk",
 	    "-t1", "-c%d" % CONNS, "-d%ds" % DURATION, "-s", script,
 	    "http://127.0.0.1:%d/" % port], capture_output=True, text=True)
 	c1 = run_ns(pid)
+	if prof is not None:
+		prof.wait(timeout=DURATION + 30)
 	if CALLGRIND:
 		callgrind(pid, ["-i", "off"])
 		callgrind(pid, ["-d", label])
