@@ -645,8 +645,9 @@ handle_table_expire(struct wctx *w, double ttl)
 
 	if (ttl <= 0)
 		return 0;
-	/* At most a second late, or a sixteenth of a short ttl. */
-	t->relist = ttl / 16 < 1 ? ttl / 16 : 1;
+	/* Freed at most a sixteenth of the ttl late: with thousands of
+	 * busy names even a relist a second per name is felt (issue 17). */
+	t->relist = ttl / 16;
 	now = monotime_coarse();
 	t0 = monotime_now();
 	while ((h = TAILQ_LAST(&t->lru, handle_lru)) != NULL &&
