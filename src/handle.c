@@ -14,6 +14,7 @@
  * or running stream comes back to its handle to retry.  Only a handle
  * nobody holds is freed, and never from inside a stream callback.
  */
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -39,12 +40,15 @@ struct handle_up {
 };
 
 /*
- * What every request reads or writes comes first, in one cache line: with
- * thousands of names in use a handle is seldom in the CPU's caches, so
- * each line a request touches is a miss (issue 17, docs/performance.md
- * "Hot set of names").  The rest is read on resolution, queueing and
- * expiry only.
+ * What every request reads or writes comes first, in one cache line, and
+ * the name starts a line of its own (the handle is allocated on a line):
+ * with thousands of names in use a handle is seldom in the CPU's caches,
+ * so each line a request touches is a miss (issue 17, docs/performance.md
+ * "Hot set of names"); a name that straddled two lines cost two.  The
+ * rest is read on resolution, queueing and expiry only.
  */
+#define HANDLE_LINE	64	/* a cache line */
+
 struct handle {
 	struct handle	*hnext;		/* hash chain */
 	uint32_t	 hv;		/* hash_name(name) */
@@ -65,7 +69,7 @@ struct handle {
 	TAILQ_ENTRY(handle) lru;	/* LRU list, by listed, newest first */
 	unsigned	 detached:1;	/* out of the table: publishes nothing */
 	unsigned	 pinned:1;	/* prewarm: never expires */
-	char		 name[];
+	_Alignas(HANDLE_LINE) char name[];
 };
 
 struct handle_table {
@@ -105,11 +109,35 @@ handle_unwatch_all(struct handle_up *ups, unsigned n, int release)
 		ups[i].ops->release(ups[i].up);
 }
 
+/* The replica array made with the handle, right after its name: on the
+ * name's cache line for a short name.  A refresh allocates a new one. */
+static size_t
+handle_ups_offset(size_t len)
+{
+	size_t off = offsetof(struct handle, name) + len + 1;
+	size_t a = _Alignof(struct handle_up);
+
+	return (off + a - 1) / a * a;
+}
+
+static struct handle_up *
+handle_ups_inline(struct handle *h, size_t len)
+{
+	return (struct handle_up *)((char *)h + handle_ups_offset(len));
+}
+
+static void
+handle_ups_free(struct handle *h, struct handle_up *ups)
+{
+	if (ups != handle_ups_inline(h, strlen(h->name)))
+		free(ups);
+}
+
 static void
 handle_free(struct handle *h, int release)
 {
 	handle_unwatch_all(h->ups, h->nups, release);
-	free(h->ups);
+	handle_ups_free(h, h->ups);
 	free(h);
 }
 
@@ -228,18 +256,17 @@ static void	handle_upstream_event(struct handle *, struct upconn *);
 static const struct stream_queue handle_queue;
 
 /* This worker's connections to the endpoints, each watched by h once
- * (an address listed twice is one replica). */
-static struct handle_up *
-handle_connect(struct handle *h, const struct reg_lookup *lk, unsigned *n)
+ * (an address listed twice is one replica), in ups (lk->neps zeroed
+ * slots). */
+static void
+handle_connect(struct handle *h, const struct reg_lookup *lk,
+    struct handle_up *ups, unsigned *n)
 {
 	const struct upconn_ops *ops;
-	struct handle_up *ups;
 	struct upconn *up;
 	unsigned i, j;
 
 	*n = 0;
-	if ((ups = calloc(lk->neps ? lk->neps : 1, sizeof(*ups))) == NULL)
-		return NULL;
 	for (i = 0; i < lk->neps; i++) {
 		/* An endpoint whose protocol has no edge is left out, as one
 		 * that cannot be reached (the conf check refuses it first). */
@@ -257,7 +284,6 @@ handle_connect(struct handle *h, const struct reg_lookup *lk, unsigned *n)
 		ops->watch(up, &ups[*n].watch);
 		(*n)++;
 	}
-	return ups;
 }
 
 /* Requests are queued (or no longer): hear when a full replica frees a
@@ -277,25 +303,26 @@ handle_resolve(struct wctx *w, const char *name)
 {
 	struct reg_lookup lk;
 	struct handle *h;
-	size_t len = strlen(name);
+	size_t len = strlen(name), size;
 
 	if (registry_lookup(w->reg, name, &lk) == -1)
 		return NULL;
-	if ((h = calloc(1, sizeof(*h) + len + 1)) == NULL) {
+	/* The replicas after the name; aligned_alloc wants a multiple of
+	 * the alignment. */
+	size = handle_ups_offset(len) + lk.neps * sizeof(struct handle_up);
+	size = (size + HANDLE_LINE - 1) & ~(size_t)(HANDLE_LINE - 1);
+	if ((h = aligned_alloc(HANDLE_LINE, size)) == NULL) {
 		free(lk.eps);
 		return NULL;
 	}
+	memset(h, 0, size);
 	memcpy(h->name, name, len + 1);
 	h->w = w;
 	TAILQ_INIT(&h->queue);
 	handle_settings(h, &lk);
 	handle_set_state(h, REG_H_RESOLVING);
-	if ((h->ups = handle_connect(h, &lk, &h->nups)) == NULL) {
-		registry_publish_hstate(h->dep, w->id, REG_H_IDLE);
-		free(lk.eps);
-		free(h);
-		return NULL;
-	}
+	h->ups = handle_ups_inline(h, len);
+	handle_connect(h, &lk, h->ups, &h->nups);
 	free(lk.eps);
 	handle_update_state(h);
 	log_debug("worker %u: resolved %s: %u replicas", w->id, name,
@@ -540,10 +567,11 @@ handle_refresh(struct wctx *w, const char *name)
 		return 0;
 	if (registry_lookup(w->reg, name, &lk) == -1)
 		return -1;
-	if ((ups = handle_connect(h, &lk, &n)) == NULL) {
+	if ((ups = calloc(lk.neps ? lk.neps : 1, sizeof(*ups))) == NULL) {
 		free(lk.eps);
 		return 1;	/* out of memory: keep the old set */
 	}
+	handle_connect(h, &lk, ups, &n);
 	free(lk.eps);
 	old = h->ups;
 	nold = h->nups;
@@ -552,7 +580,7 @@ handle_refresh(struct wctx *w, const char *name)
 	if (h->qlen > 0)
 		handle_set_waiting(h, 1);
 	handle_unwatch_all(old, nold, 1);
-	free(old);
+	handle_ups_free(h, old);
 	if (lk.dep != h->dep) {
 		/* The name moved (the conf took it over from registration):
 		 * the figures follow it. */
