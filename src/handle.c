@@ -76,7 +76,6 @@ struct handle_table {
 	struct handle	**buckets;
 	unsigned	 nbuckets;	/* a power of two */
 	unsigned	 count;
-	double		 relist;	/* see handle_touch() */
 	TAILQ_HEAD(handle_lru, handle) lru; /* most recent at the head */
 };
 
@@ -178,31 +177,23 @@ handle_table_grow(struct handle_table *t)
 }
 
 /*
- * Moving a handle to the LRU's head writes to its two neighbours and the
- * old head, three more cache lines per request when many names are busy;
- * so a hit only stamps `used', and moves the handle once its place is
- * older than t->relist.  Then every handle's `used' is less than
- * `listed' + relist, and the expiry walk, which stops at the first tail
- * not idle long enough, frees a handle at most relist late.
+ * The LRU list is kept in order of `listed', not of `used': moving a
+ * handle to the head on every request wrote to its two neighbours and the
+ * old head, three more cache lines a request when many names are busy.
+ * A request only stamps `used' (handle_get); the expiry walk moves a
+ * handle used since it was listed when it reaches the old end.  Since
+ * listed <= used, every handle idle past the ttl is in the part of the
+ * list the walk looks at (listed older than the ttl), so expiry is as
+ * exact as before, and a busy handle is moved once per ttl.
  */
 static void
 handle_relist(struct handle_table *t, struct handle *h, double now)
 {
-	h->used = now;
 	h->listed = now;
 	if (TAILQ_FIRST(&t->lru) == h)
 		return;
 	TAILQ_REMOVE(&t->lru, h, lru);
 	TAILQ_INSERT_HEAD(&t->lru, h, lru);
-}
-
-static void
-handle_touch(struct handle_table *t, struct handle *h, double now)
-{
-	if (now - h->listed >= t->relist)
-		handle_relist(t, h, now);
-	else
-		h->used = now;
 }
 
 static void
@@ -354,7 +345,7 @@ handle_get(struct wctx *w, const char *name)
 	if ((h = handle_find(t, name, hv)) != NULL) {
 		/* handle_submit() reads the replicas next. */
 		__builtin_prefetch(h->ups);
-		handle_touch(t, h, monotime_coarse());
+		h->used = monotime_coarse();
 		return h;
 	}
 	if ((h = handle_resolve(w, name)) == NULL)
@@ -659,9 +650,10 @@ handle_evict(struct handle_table *t, struct handle *h)
 }
 
 /*
- * From the LRU list's old end, while handles are older than ttl.  One in
- * use (a stream holds it, or prewarm pins it) counts as used now and goes
- * to the front, so the walk sees each expired handle once.
+ * From the LRU list's old end, while handles were listed longer than ttl
+ * ago.  One used since goes to the front; one idle but in use (a stream
+ * holds it, or prewarm pins it) counts as used now and goes to the front
+ * too, so the walk sees each handle once.
  */
 unsigned
 handle_table_expire(struct wctx *w, double ttl)
@@ -673,14 +665,16 @@ handle_table_expire(struct wctx *w, double ttl)
 
 	if (ttl <= 0)
 		return 0;
-	/* Freed at most a sixteenth of the ttl late: with thousands of
-	 * busy names even a relist a second per name is felt (issue 17). */
-	t->relist = ttl / 16;
 	now = monotime_coarse();
 	t0 = monotime_now();
 	while ((h = TAILQ_LAST(&t->lru, handle_lru)) != NULL &&
-	    now - h->used >= ttl) {
+	    now - h->listed >= ttl) {
+		if (now - h->used < ttl) {
+			handle_relist(t, h, now);
+			continue;
+		}
 		if (h->refs > 0 || h->pinned) {
+			h->used = now;
 			handle_relist(t, h, now);
 			continue;
 		}
