@@ -14,6 +14,7 @@
  * or running stream comes back to its handle to retry.  Only a handle
  * nobody holds is freed, and never from inside a stream callback.
  */
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -38,24 +39,37 @@ struct handle_up {
 	struct upconn_watch watch;
 };
 
+/*
+ * What every request reads or writes comes first, in one cache line, and
+ * the name starts a line of its own (the handle is allocated on a line):
+ * with thousands of names in use a handle is seldom in the CPU's caches,
+ * so each line a request touches is a miss (issue 17, docs/performance.md
+ * "Hot set of names"); a name that straddled two lines cost two.  The
+ * rest is read on resolution, queueing and expiry only.
+ */
+#define HANDLE_LINE	64	/* a cache line */
+
 struct handle {
-	struct wctx	*w;		/* the worker's context */
-	struct reg_deployment *dep;
+	struct handle	*hnext;		/* hash chain */
+	uint32_t	 hv;		/* hash_name(name) */
+	unsigned	 refs;		/* streams pointing here */
+	double		 used;		/* last handle_get(), monotonic */
+	double		 listed;	/* when last put at the LRU's head */
 	struct handle_up *ups;
 	unsigned	 nups;
-	enum reg_hstate	 state;
-	unsigned	 refs;		/* streams pointing here */
-	TAILQ_HEAD(, stream_qent) queue; /* waiting for a replica */
 	unsigned	 qlen;
-	unsigned	 queue_max;
-	double		 queue_timeout;
 	double		 request_timeout;
-	double		 used;		/* last handle_get(), monotonic */
-	struct handle	*hnext;		/* hash chain */
-	TAILQ_ENTRY(handle) lru;	/* LRU list, most recent first */
+	struct wctx	*w;		/* the worker's context */
+	/* cold */
+	struct reg_deployment *dep;
+	enum reg_hstate	 state;
+	unsigned	 queue_max;
+	TAILQ_HEAD(, stream_qent) queue; /* waiting for a replica */
+	double		 queue_timeout;
+	TAILQ_ENTRY(handle) lru;	/* LRU list, by listed, newest first */
 	unsigned	 detached:1;	/* out of the table: publishes nothing */
 	unsigned	 pinned:1;	/* prewarm: never expires */
-	char		 name[];
+	_Alignas(HANDLE_LINE) char name[];
 };
 
 struct handle_table {
@@ -94,11 +108,35 @@ handle_unwatch_all(struct handle_up *ups, unsigned n, int release)
 		ups[i].ops->release(ups[i].up);
 }
 
+/* The replica array made with the handle, right after its name: on the
+ * name's cache line for a short name.  A refresh allocates a new one. */
+static size_t
+handle_ups_offset(size_t len)
+{
+	size_t off = offsetof(struct handle, name) + len + 1;
+	size_t a = _Alignof(struct handle_up);
+
+	return (off + a - 1) / a * a;
+}
+
+static struct handle_up *
+handle_ups_inline(struct handle *h, size_t len)
+{
+	return (struct handle_up *)((char *)h + handle_ups_offset(len));
+}
+
+static void
+handle_ups_free(struct handle *h, struct handle_up *ups)
+{
+	if (ups != handle_ups_inline(h, strlen(h->name)))
+		free(ups);
+}
+
 static void
 handle_free(struct handle *h, int release)
 {
 	handle_unwatch_all(h->ups, h->nups, release);
-	free(h->ups);
+	handle_ups_free(h, h->ups);
 	free(h);
 }
 
@@ -128,7 +166,7 @@ handle_table_grow(struct handle_table *t)
 	for (i = 0; i < t->nbuckets; i++) {
 		for (h = t->buckets[i]; h != NULL; h = next) {
 			next = h->hnext;
-			k = hash_name(h->name) & (n - 1);
+			k = h->hv & (n - 1);
 			h->hnext = nb[k];
 			nb[k] = h;
 		}
@@ -138,10 +176,20 @@ handle_table_grow(struct handle_table *t)
 	t->nbuckets = n;
 }
 
+/*
+ * The LRU list is kept in order of `listed', not of `used': moving a
+ * handle to the head on every request wrote to its two neighbours and the
+ * old head, three more cache lines a request when many names are busy.
+ * A request only stamps `used' (handle_get); the expiry walk moves a
+ * handle used since it was listed when it reaches the old end.  Since
+ * listed <= used, every handle idle past the ttl is in the part of the
+ * list the walk looks at (listed older than the ttl), so expiry is as
+ * exact as before, and a busy handle is moved once per ttl.
+ */
 static void
-handle_touch(struct handle_table *t, struct handle *h, double now)
+handle_relist(struct handle_table *t, struct handle *h, double now)
 {
-	h->used = now;
+	h->listed = now;
 	if (TAILQ_FIRST(&t->lru) == h)
 		return;
 	TAILQ_REMOVE(&t->lru, h, lru);
@@ -199,18 +247,17 @@ static void	handle_upstream_event(struct handle *, struct upconn *);
 static const struct stream_queue handle_queue;
 
 /* This worker's connections to the endpoints, each watched by h once
- * (an address listed twice is one replica). */
-static struct handle_up *
-handle_connect(struct handle *h, const struct reg_lookup *lk, unsigned *n)
+ * (an address listed twice is one replica), in ups (lk->neps zeroed
+ * slots). */
+static void
+handle_connect(struct handle *h, const struct reg_lookup *lk,
+    struct handle_up *ups, unsigned *n)
 {
 	const struct upconn_ops *ops;
-	struct handle_up *ups;
 	struct upconn *up;
 	unsigned i, j;
 
 	*n = 0;
-	if ((ups = calloc(lk->neps ? lk->neps : 1, sizeof(*ups))) == NULL)
-		return NULL;
 	for (i = 0; i < lk->neps; i++) {
 		/* An endpoint whose protocol has no edge is left out, as one
 		 * that cannot be reached (the conf check refuses it first). */
@@ -228,7 +275,6 @@ handle_connect(struct handle *h, const struct reg_lookup *lk, unsigned *n)
 		ops->watch(up, &ups[*n].watch);
 		(*n)++;
 	}
-	return ups;
 }
 
 /* Requests are queued (or no longer): hear when a full replica frees a
@@ -248,25 +294,26 @@ handle_resolve(struct wctx *w, const char *name)
 {
 	struct reg_lookup lk;
 	struct handle *h;
-	size_t len = strlen(name);
+	size_t len = strlen(name), size;
 
 	if (registry_lookup(w->reg, name, &lk) == -1)
 		return NULL;
-	if ((h = calloc(1, sizeof(*h) + len + 1)) == NULL) {
+	/* The replicas after the name; aligned_alloc wants a multiple of
+	 * the alignment. */
+	size = handle_ups_offset(len) + lk.neps * sizeof(struct handle_up);
+	size = (size + HANDLE_LINE - 1) & ~(size_t)(HANDLE_LINE - 1);
+	if ((h = aligned_alloc(HANDLE_LINE, size)) == NULL) {
 		free(lk.eps);
 		return NULL;
 	}
+	memset(h, 0, size);
 	memcpy(h->name, name, len + 1);
 	h->w = w;
 	TAILQ_INIT(&h->queue);
 	handle_settings(h, &lk);
 	handle_set_state(h, REG_H_RESOLVING);
-	if ((h->ups = handle_connect(h, &lk, &h->nups)) == NULL) {
-		registry_publish_hstate(h->dep, w->id, REG_H_IDLE);
-		free(lk.eps);
-		free(h);
-		return NULL;
-	}
+	h->ups = handle_ups_inline(h, len);
+	handle_connect(h, &lk, h->ups, &h->nups);
 	free(lk.eps);
 	handle_update_state(h);
 	log_debug("worker %u: resolved %s: %u replicas", w->id, name,
@@ -275,13 +322,14 @@ handle_resolve(struct wctx *w, const char *name)
 }
 
 static struct handle *
-handle_find(struct handle_table *t, const char *name)
+handle_find(struct handle_table *t, const char *name, uint32_t hv)
 {
 	struct handle *h;
-	uint32_t k = hash_name(name) & (t->nbuckets - 1);
 
-	for (h = t->buckets[k]; h != NULL; h = h->hnext) {
-		if (strcmp(h->name, name) == 0)
+	for (h = t->buckets[hv & (t->nbuckets - 1)]; h != NULL; h = h->hnext) {
+		/* The name is on another cache line: ask for it early. */
+		__builtin_prefetch(h->name);
+		if (h->hv == hv && strcmp(h->name, name) == 0)
 			return h;
 	}
 	return NULL;
@@ -292,21 +340,24 @@ handle_get(struct wctx *w, const char *name)
 {
 	struct handle_table *t = w->handles;
 	struct handle *h;
-	uint32_t hv;
+	uint32_t hv = hash_name(name), k;
 
-	if ((h = handle_find(t, name)) != NULL) {
-		handle_touch(t, h, monotime_coarse());
+	if ((h = handle_find(t, name, hv)) != NULL) {
+		/* handle_submit() reads the replicas next. */
+		__builtin_prefetch(h->ups);
+		h->used = monotime_coarse();
 		return h;
 	}
 	if ((h = handle_resolve(w, name)) == NULL)
 		return NULL;
 	if (t->count >= t->nbuckets)
 		handle_table_grow(t);
-	hv = hash_name(name) & (t->nbuckets - 1);
-	h->hnext = t->buckets[hv];
-	t->buckets[hv] = h;
+	h->hv = hv;
+	k = hv & (t->nbuckets - 1);
+	h->hnext = t->buckets[k];
+	t->buckets[k] = h;
 	t->count++;
-	h->used = monotime_coarse();
+	h->used = h->listed = monotime_coarse();
 	TAILQ_INSERT_HEAD(&t->lru, h, lru);
 	return h;
 }
@@ -503,14 +554,15 @@ handle_refresh(struct wctx *w, const char *name)
 	struct handle *h;
 	unsigned n, nold;
 
-	if ((h = handle_find(w->handles, name)) == NULL)
+	if ((h = handle_find(w->handles, name, hash_name(name))) == NULL)
 		return 0;
 	if (registry_lookup(w->reg, name, &lk) == -1)
 		return -1;
-	if ((ups = handle_connect(h, &lk, &n)) == NULL) {
+	if ((ups = calloc(lk.neps ? lk.neps : 1, sizeof(*ups))) == NULL) {
 		free(lk.eps);
 		return 1;	/* out of memory: keep the old set */
 	}
+	handle_connect(h, &lk, ups, &n);
 	free(lk.eps);
 	old = h->ups;
 	nold = h->nups;
@@ -519,7 +571,7 @@ handle_refresh(struct wctx *w, const char *name)
 	if (h->qlen > 0)
 		handle_set_waiting(h, 1);
 	handle_unwatch_all(old, nold, 1);
-	free(old);
+	handle_ups_free(h, old);
 	if (lk.dep != h->dep) {
 		/* The name moved (the conf took it over from registration):
 		 * the figures follow it. */
@@ -543,7 +595,7 @@ handle_unlink(struct handle_table *t, struct handle *h)
 {
 	struct handle **pp;
 
-	pp = &t->buckets[hash_name(h->name) & (t->nbuckets - 1)];
+	pp = &t->buckets[h->hv & (t->nbuckets - 1)];
 	for (; *pp != NULL; pp = &(*pp)->hnext) {
 		if (*pp == h) {
 			*pp = h->hnext;
@@ -563,7 +615,7 @@ handle_detach(struct wctx *w, const char *name)
 	struct handle_table *t = w->handles;
 	struct handle *h;
 
-	if ((h = handle_find(t, name)) == NULL)
+	if ((h = handle_find(t, name, hash_name(name))) == NULL)
 		return NULL;
 	handle_unlink(t, h);
 	registry_publish_hstate(h->dep, w->id, REG_H_IDLE);
@@ -598,9 +650,10 @@ handle_evict(struct handle_table *t, struct handle *h)
 }
 
 /*
- * From the LRU list's old end, while handles are older than ttl.  One in
- * use (a stream holds it, or prewarm pins it) counts as used now and goes
- * to the front, so the walk sees each expired handle once.
+ * From the LRU list's old end, while handles were listed longer than ttl
+ * ago.  One used since goes to the front; one idle but in use (a stream
+ * holds it, or prewarm pins it) counts as used now and goes to the front
+ * too, so the walk sees each handle once.
  */
 unsigned
 handle_table_expire(struct wctx *w, double ttl)
@@ -615,9 +668,14 @@ handle_table_expire(struct wctx *w, double ttl)
 	now = monotime_coarse();
 	t0 = monotime_now();
 	while ((h = TAILQ_LAST(&t->lru, handle_lru)) != NULL &&
-	    now - h->used >= ttl) {
+	    now - h->listed >= ttl) {
+		if (now - h->used < ttl) {
+			handle_relist(t, h, now);
+			continue;
+		}
 		if (h->refs > 0 || h->pinned) {
-			handle_touch(t, h, now);
+			h->used = now;
+			handle_relist(t, h, now);
 			continue;
 		}
 		handle_evict(t, h);

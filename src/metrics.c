@@ -64,6 +64,11 @@ struct metrics_slot {
 	struct metrics_series series[METRICS_MAX_SERIES];
 	_Atomic unsigned nseries;
 	int16_t		 index[METRICS_INDEX];	/* owner only; -1: empty */
+	/* The hash of each indexed series' labels: a probe compares labels
+	 * only on a hash match, so past the cap (thousands of names going
+	 * to "_other") it does not read the labels of every series it
+	 * passes (each on its own cache line). */
+	uint32_t	 ihash[METRICS_INDEX];	/* owner only */
 	_Atomic uint64_t conns;
 	_Atomic uint64_t evictions;
 };
@@ -184,13 +189,13 @@ static struct metrics_series *
 metrics_series(struct metrics_slot *mw, const char *route, const char *dep)
 {
 	struct metrics_series *s;
-	uint32_t i = metrics_hash(route, dep) & (METRICS_INDEX - 1);
+	uint32_t hv = metrics_hash(route, dep), i = hv & (METRICS_INDEX - 1);
 	unsigned n;
 	int k;
 
 	for (; (k = mw->index[i]) >= 0; i = (i + 1) & (METRICS_INDEX - 1)) {
 		s = &mw->series[k];
-		if (metrics_label_eq(s->route, route) &&
+		if (mw->ihash[i] == hv && metrics_label_eq(s->route, route) &&
 		    metrics_label_eq(s->deployment, dep))
 			return s;
 	}
@@ -208,6 +213,7 @@ metrics_series(struct metrics_slot *mw, const char *route, const char *dep)
 	snprintf(s->route, sizeof(s->route), "%s", route);
 	snprintf(s->deployment, sizeof(s->deployment), "%s", dep);
 	mw->index[i] = (int16_t)n;
+	mw->ihash[i] = hv;
 	atomic_store_explicit(&mw->nseries, n + 1, memory_order_release);
 	return s;
 }
