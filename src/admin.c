@@ -191,6 +191,7 @@ admin_etcd_put(struct worker *w, const char *name, const char *id,
 	const struct conf_etcd *e = &worker_conf(w)->etcd;
 	char err[512], *key, *value;
 	enum reg_result rv;
+	json_t *doc;
 	int rc;
 
 	if (e->nendpoints == 0)
@@ -199,9 +200,11 @@ admin_etcd_put(struct worker *w, const char *name, const char *id,
 	    err, sizeof(err))) != REG_OK)
 		return admin_error(admin_reg_status[rv], err, body, len);
 	key = etcd_kv_key(e->prefix, name, id);
-	value = json_dumps(json_pack("{s:s, s:I, s:s}", "address", address,
-	    "max_ongoing_requests", max, "protocol", proto),
-	    JSON_COMPACT | JSON_SORT_KEYS);
+	doc = json_pack("{s:s, s:I, s:s}", "address", address,
+	    "max_ongoing_requests", max, "protocol", proto);
+	value = doc != NULL ? json_dumps(doc, JSON_COMPACT | JSON_SORT_KEYS) :
+	    NULL;
+	json_decref(doc);
 	rc = key != NULL && value != NULL ? etcd_kv_put(e, key, value, err,
 	    sizeof(err)) : -1;
 	if (key == NULL || value == NULL)

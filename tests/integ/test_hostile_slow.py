@@ -1,6 +1,7 @@
 """Slow and idle clients: header and body deadlines, thousands of idle
 connections, clients that never read.  Others must be served meanwhile."""
 
+import os
 import select
 import socket
 import time
@@ -221,8 +222,12 @@ class HostileSlow(unittest.TestCase):
 					s.close()
 			# 20 x 50 x 8 MB asked for; a window per stream held.
 			self.assertEqual(sent, 20)
-			self.assertLess(grown, 100 * 1024,
-			    "ingressd grew by %d KiB" % grown)
+			# Under ASan, freed memory sits in its quarantine and RSS
+			# says nothing of what ingressd holds (the plain run
+			# proves the bound: about 6 MB).
+			if os.environ.get("INGRESSD_SANITIZED") != "1":
+				self.assertLess(grown, 100 * 1024,
+				    "ingressd grew by %d KiB" % grown)
 			r = request(d.port, "GET", "/echo/after", timeout=5)
 			self.assertEqual(r.status, 200)
 
