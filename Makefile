@@ -95,7 +95,8 @@ $(BUILD)/tls/server.pem:
 # Building without the packages would end in a compiler error about
 # event2/event.h or "No rule to make target build/obj/llhttp/api.o": say in
 # one line what is missing instead.  Goals that install first are exempt.
-NODEPS_GOALS := deps deps-check run check asan bench fuzz fuzz-ci clean python
+NODEPS_GOALS := deps deps-check run check asan bench fuzz fuzz-ci clean \
+	distclean python
 ifneq ($(if $(MAKECMDGOALS),$(filter-out $(NODEPS_GOALS),$(MAKECMDGOALS)),all),)
 MISSING := $(if $(shell command -v $(CC)),,build-essential) \
 	   $(if $(shell command -v pkg-config),,pkg-config) \
@@ -103,6 +104,10 @@ MISSING := $(if $(shell command -v $(CC)),,build-essential) \
 		echo libevent-dev) \
 	   $(shell pkg-config --exists jansson 2>/dev/null || echo libjansson-dev) \
 	   $(shell pkg-config --exists openssl 2>/dev/null || echo libssl-dev) \
+	   $(shell pkg-config --exists libnghttp2 2>/dev/null || \
+		echo libnghttp2-dev) \
+	   $(shell pkg-config --exists libcares 2>/dev/null || echo libc-ares-dev) \
+	   $(if $(shell command -v openssl),,openssl) \
 	   $(if $(wildcard $(LLHTTP_SRC_DIR)/api.c),,node-llhttp)
 ifneq ($(strip $(MISSING)),)
 $(error missing Debian packages:$(sort $(MISSING)) -- run `make deps` (installs them) or `make run` (installs, builds, runs))
