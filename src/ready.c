@@ -4,8 +4,6 @@
 #include <stdio.h>
 #include <string.h>
 
-#include <jansson.h>
-
 #include "conf.h"
 #include "etcd.h"
 #include "handle.h"
@@ -14,52 +12,54 @@
 #include "worker.h"
 
 /* Does some replica of the deployment have a ready connection? */
-static int
-ready_any_replica(json_t *dep)
-{
-	const char *st;
-	json_t *rep;
-	size_t i;
+/* What one deployment's figures say, read under the registry's lock. */
+struct ready_fig {
+	int		 seen;
+	unsigned	 handles_ready;	/* workers whose handle is ready */
+	int		 any_replica;	/* a replica is ready on some worker */
+};
 
-	json_array_foreach(json_object_get(dep, "replicas"), i, rep) {
-		st = json_string_value(json_object_get(rep, "state"));
-		if (st != NULL && strcmp(st, "ready") == 0)
-			return 1;
-	}
-	return 0;
+static void
+ready_fig_cb(void *arg, const struct reg_figures *f)
+{
+	struct ready_fig *rf = arg;
+	unsigned i;
+
+	rf->seen = 1;
+	rf->handles_ready = f->handles[REG_H_READY];
+	for (i = 0; i < f->nreplicas; i++)
+		if (f->replicas[i].state == REG_E_READY)
+			rf->any_replica = 1;
 }
 
-/* 1 if the deployment can serve, else 0 and why. */
 static int
 ready_deployment(struct worker *w, const struct conf_deployment *cd,
     char *why, size_t whylen)
 {
 	const struct conf *conf = worker_conf(w);
-	json_t *dep;
-	json_int_t nready;
-	int ok;
+	struct ready_fig rf = { 0, 0, 0 };
 
-	if ((dep = registry_name_json(worker_registry(w), cd->name)) == NULL) {
+	if (registry_figures(worker_registry(w), cd->name, ready_fig_cb,
+	    &rf) <= 0 || !rf.seen) {
 		snprintf(why, whylen, "deployment '%s' is not loaded yet",
 		    cd->name);
 		return 0;
 	}
 	if (cd->prewarm) {
-		nready = json_integer_value(json_object_get(json_object_get(dep,
-		    "handles"), "ready"));
-		ok = nready >= (json_int_t)conf->workers;
-		if (!ok)
-			snprintf(why, whylen, "deployment '%s' is warming "
-			    "(%lld of %u workers ready)", cd->name,
-			    (long long)nready, conf->workers);
-	} else if (!(ok = ready_any_replica(dep))) {
-		snprintf(why, whylen, "no replica of deployment '%s' is ready",
-		    cd->name);
-		/* A lazily connected deployment: start warming it here. */
-		(void)handle_get(worker_ctx(w), cd->name);
+		if (rf.handles_ready >= conf->workers)
+			return 1;
+		snprintf(why, whylen, "deployment '%s' is warming "
+		    "(%u of %u workers ready)", cd->name, rf.handles_ready,
+		    conf->workers);
+		return 0;
 	}
-	json_decref(dep);
-	return ok;
+	if (rf.any_replica)
+		return 1;
+	snprintf(why, whylen, "no replica of deployment '%s' is ready",
+	    cd->name);
+	/* A lazily connected deployment: start warming it here. */
+	(void)handle_get(worker_ctx(w), cd->name);
+	return 0;
 }
 
 int
@@ -68,7 +68,9 @@ ready_check(struct worker *w, char *why, size_t whylen)
 	const struct conf *conf = worker_conf(w);
 	const struct conf_deployment *cd;
 	const struct conf_route *rt;
+	char other[256];
 	unsigned i;
+	int ok = 1;
 
 	if (etcd_enabled() && !etcd_in_sync()) {
 		snprintf(why, whylen, "registry not in sync: no list from "
@@ -81,8 +83,11 @@ ready_check(struct worker *w, char *why, size_t whylen)
 		    (cd = conf_find_deployment(conf, rt->deployment)) == NULL ||
 		    cd->source == CONF_DNS || cd->source == CONF_DNS_SRV)
 			continue;
-		if (!ready_deployment(w, cd, why, whylen))
-			return 0;
+		/* Every unready one is asked to warm now, not one per
+		 * probe; the first reason is the answer. */
+		if (!ready_deployment(w, cd, ok ? why : other,
+		    ok ? whylen : sizeof(other)))
+			ok = 0;
 	}
-	return 1;
+	return ok;
 }

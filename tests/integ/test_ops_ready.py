@@ -8,6 +8,7 @@ import socket
 import subprocess
 import unittest
 
+from harness import deployment as dep
 from harness import (ROOT, Daemon, Replica, base_conf, binary, free_port,
     reload, request, scrape, wait_log, wait_until)
 
@@ -38,6 +39,20 @@ class Ready(unittest.TestCase):
 				    and ready(d.port), 5.0, what="ready")
 				self.assertEqual(r.body, b"ready\n")
 				self.assertEqual(ready(d.admin_port).status, 200)
+
+	def test_one_probe_warms_every_deployment(self):
+		"""A probe warms every routed deployment that is not ready,
+		not only the first it names: a load balancer probing every
+		few seconds sees ready one interval after the replicas are,
+		however many deployments there are."""
+		with Daemon() as d:		# echo, hello, sleep: all lazy
+			r = ready(d.port)
+			self.assertEqual(r.status, 503, r)
+			wait_until(lambda: all(any(x["state"] == "ready" for x in
+			    dep(d, n)["replicas"]) for n in ("echo", "hello",
+			    "sleep")), 5.0, what="every deployment warmed")
+			r = ready(d.port)
+			self.assertEqual((r.status, r.body), (200, b"ready\n"))
 
 	def test_prewarm_replica_that_never_answers(self):
 		# Accepts (the kernel's backlog) but never speaks the protocol.
