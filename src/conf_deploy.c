@@ -588,6 +588,7 @@ conf_dns(struct conf_ctx *ctx, const struct conf_key *k, json_t *v,
 	if (strtoul(colon + 1, NULL, 10) == 0)
 		return (conf_error(ctx, "bad address \"%s\": port must be "
 		    "1..65535", s));
+	free(d->dns);	/* dns and dns_srv share it (one-of: later) */
 	d->dns = conf_strdup(s);
 	return (0);
 }
@@ -616,6 +617,7 @@ conf_dns_srv(struct conf_ctx *ctx, const struct conf_key *k, json_t *v,
 	    s[len - 1] == '.')
 		return (conf_error(ctx, "must be an SRV name "
 		    "\"_service._proto.name\" (ports come from its records)"));
+	free(d->dns);	/* dns and dns_srv share it (one-of: later) */
 	d->dns = conf_strdup(s);
 	return (0);
 }
