@@ -445,34 +445,18 @@ static const char *
 front_target(struct front *f, const struct conf_route *rt,
     const struct http1_request *r, size_t *len)
 {
-	const char *rest;
-	size_t restlen;
-
 	*len = r->target_len;
 	if (!rt->strip_prefix || rt->prefix_len <= 1)
 		return r->target;
-	rest = r->target + rt->prefix_len;
-	restlen = r->target_len - rt->prefix_len;
-	if (rt->prefix[rt->prefix_len - 1] == '/') {
-		rest--;		/* keep the slash the prefix ended with */
-		restlen++;
-	}
-	if (restlen + 2 > f->target_cap) {
-		char *t = realloc(f->target, restlen + 2);
+	if (r->target_len + 2 > f->target_cap) {
+		char *t = realloc(f->target, r->target_len + 2);
 
 		if (t == NULL)
 			return r->target;
 		f->target = t;
-		f->target_cap = restlen + 2;
+		f->target_cap = r->target_len + 2;
 	}
-	if (restlen == 0 || rest[0] != '/') {
-		f->target[0] = '/';
-		memcpy(f->target + 1, rest, restlen);
-		*len = restlen + 1;
-	} else {
-		memcpy(f->target, rest, restlen);
-		*len = restlen;
-	}
+	*len = route_strip(rt, r->target, r->target_len, f->target);
 	return f->target;
 }
 

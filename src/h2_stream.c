@@ -312,29 +312,14 @@ static const char *
 h2s_target(struct h2s *s, const struct conf_route *rt, size_t *len)
 {
 	const struct http1_request *r = &s->req;
-	const char *rest;
-	size_t restlen;
 
 	*len = r->target_len;
 	if (!rt->strip_prefix || rt->prefix_len <= 1)
 		return r->target;
-	rest = r->target + rt->prefix_len;
-	restlen = r->target_len - rt->prefix_len;
-	if (rt->prefix[rt->prefix_len - 1] == '/') {
-		rest--;
-		restlen++;
-	}
 	free(s->target);
-	if ((s->target = malloc(restlen + 2)) == NULL)
+	if ((s->target = malloc(r->target_len + 2)) == NULL)
 		return r->target;
-	if (restlen == 0 || rest[0] != '/') {
-		s->target[0] = '/';
-		memcpy(s->target + 1, rest, restlen);
-		*len = restlen + 1;
-	} else {
-		memcpy(s->target, rest, restlen);
-		*len = restlen;
-	}
+	*len = route_strip(rt, r->target, r->target_len, s->target);
 	return s->target;
 }
 

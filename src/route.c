@@ -193,3 +193,23 @@ route_pick(const struct conf_route *rt, const struct http1_request *r,
 		return (0);
 	}
 }
+
+size_t
+route_strip(const struct conf_route *rt, const char *target, size_t len,
+    char *out)
+{
+	const char *rest = target + rt->prefix_len;
+	size_t restlen = len - rt->prefix_len;
+
+	if (rt->prefix[rt->prefix_len - 1] == '/') {
+		rest--;		/* keep the slash the prefix ended with */
+		restlen++;
+	}
+	if (restlen == 0 || rest[0] != '/') {
+		out[0] = '/';
+		memcpy(out + 1, rest, restlen);
+		return restlen + 1;
+	}
+	memcpy(out, rest, restlen);
+	return restlen;
+}

@@ -52,6 +52,13 @@ const struct conf_route *route_match(const struct route_table *,
  */
 int		 route_pick(const struct conf_route *,
 		    const struct http1_request *, struct route_pick *);
+/*
+ * The target a strip_prefix route forwards: target without the route's
+ * prefix (keeping the slash it ended with), always starting with '/'.
+ * out holds at least len + 2 bytes; returns its length.
+ */
+size_t		 route_strip(const struct conf_route *, const char *target,
+		    size_t len, char *out);
 /* Is s (len bytes) a valid deployment name? */
 int		 route_name_ok(const char *s, size_t len);
 

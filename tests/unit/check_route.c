@@ -356,6 +356,30 @@ START_TEST(test_pick_header)
 }
 END_TEST
 
+/* What a strip_prefix route forwards, with and without a trailing '/'. */
+START_TEST(test_strip)
+{
+	struct conf_route r;
+	char out[64];
+	size_t n;
+
+	memset(&r, 0, sizeof(r));
+	r.prefix = "/web";
+	r.prefix_len = 4;
+	n = route_strip(&r, "/web/a/b?q", 10, out);
+	ck_assert_int_eq((int)n, 6);
+	ck_assert(memcmp(out, "/a/b?q", 6) == 0);
+	n = route_strip(&r, "/web?q", 6, out);
+	ck_assert(n == 3 && memcmp(out, "/?q", 3) == 0);
+	n = route_strip(&r, "/web", 4, out);
+	ck_assert(n == 1 && out[0] == '/');
+	r.prefix = "/api/";
+	r.prefix_len = 5;
+	n = route_strip(&r, "/api/x", 6, out);
+	ck_assert(n == 2 && memcmp(out, "/x", 2) == 0);
+}
+END_TEST
+
 static Suite *
 route_suite(void)
 {
@@ -372,6 +396,7 @@ route_suite(void)
 	tcase_add_test(tc, test_many);
 	tcase_add_test(tc, test_pick_path);
 	tcase_add_test(tc, test_pick_header);
+	tcase_add_test(tc, test_strip);
 	suite_add_tcase(s, tc);
 	return (s);
 }
