@@ -103,6 +103,8 @@ bytes_eq(const struct bytes *a, const struct bytes *b)
 struct msg {
 	struct bytes	 method, target;
 	struct bytes	 fields;	/* "name\0value\0" pairs */
+	struct bytes	 host;		/* reference: the Host to forward */
+	int		 has_host;
 	unsigned	 nfields;
 	struct bytes	 body;
 	int		 keep_alive, is_head, forwardable;
@@ -138,6 +140,7 @@ msgs_clear(struct msgs *m)
 		bytes_free(&m->v[i].method);
 		bytes_free(&m->v[i].target);
 		bytes_free(&m->v[i].fields);
+		bytes_free(&m->v[i].host);
 		bytes_free(&m->v[i].body);
 	}
 	m->n = 0;
@@ -426,6 +429,9 @@ ref_head(void *arg, struct http1_request *r)
 		    r->fields[i].value_len + 1);
 	}
 	m->nfields = r->nfields;
+	/* Absolute-form: the authority replaces Host (RFC 9112 3.2.2). */
+	if ((m->has_host = r->host != NULL))
+		bytes_add(&m->host, r->host, r->host_len);
 	for (i = 0; i < r->nfields; i++)
 		if (strcasecmp(r->fields[i].name,
 		    "x-request-timeout-seconds") == 0)
@@ -583,7 +589,8 @@ parse_response(const struct bytes *out, size_t *off, int is_head)
 	return status;
 }
 
-/* Only end-to-end fields reach the replica, each as the client sent it. */
+/* Only end-to-end fields reach the replica, each as the client sent it;
+ * one Host, the request's (the authority of an absolute-form target). */
 static void
 check_fields(const struct msg *got, const struct msg *want)
 {
@@ -591,13 +598,20 @@ check_fields(const struct msg *got, const struct msg *want)
 	    "proxy-connection", "te", "trailer", "transfer-encoding",
 	    "upgrade", NULL };
 	const char	*n = got->fields.p, *v, *wn, *wv;
-	unsigned	 i, j, k;
+	unsigned	 i, j, k, nhost = 0;
 	int		 found;
 
 	for (i = 0; i < got->nfields; i++) {
 		v = n + strlen(n) + 1;
 		for (k = 0; hop[k] != NULL; k++)
 			CHECK(strcasecmp(n, hop[k]) != 0);
+		if (strcasecmp(n, "host") == 0) {
+			CHECK(nhost++ == 0 && want->has_host);
+			CHECK(strlen(v) == want->host.n &&
+			    memcmp(v, want->host.p, want->host.n) == 0);
+			n = v + strlen(v) + 1;
+			continue;
+		}
 		found = strcasecmp(n, "x-forwarded-for") == 0 ||
 		    strcasecmp(n, "x-forwarded-proto") == 0;
 		wn = want->fields.p;
@@ -609,6 +623,7 @@ check_fields(const struct msg *got, const struct msg *want)
 		CHECK(found);
 		n = v + strlen(v) + 1;
 	}
+	CHECK(nhost == (unsigned)want->has_host);
 }
 
 static void
