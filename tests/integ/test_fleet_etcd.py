@@ -82,7 +82,8 @@ class Fleet(unittest.TestCase):
 				    5, what="watch up")
 			t0 = time.monotonic()
 			e.put(key("m", "r1"), {"address": rep.listen,
-			    "max_ongoing_requests": 8})
+			    "max_ongoing_requests": 8, "weight": 3,
+			    "priority": 2})
 			took = []
 			for d in fleet:
 				wait_until(lambda: routes(d, "m"), 5,
@@ -93,8 +94,9 @@ class Fleet(unittest.TestCase):
 			for d in fleet:
 				m = dep(d, "m")
 				self.assertEqual(m["source"], "register")
-				self.assertEqual([(x["id"], x["address"]) for x in
-				    m["replicas"]], [("r1", rep.listen)])
+				self.assertEqual([(x["id"], x["address"],
+				    x["weight"], x["priority"]) for x in
+				    m["replicas"]], [("r1", rep.listen, 3, 2)])
 			e.delete(key("m", "r1"))
 			for d in fleet:
 				wait_until(lambda: d.request("GET", "/models/m/x")
@@ -112,7 +114,7 @@ class Fleet(unittest.TestCase):
 			self.assertEqual(r.status, 200, r.body)
 			self.assertEqual(e.get(key("m", "r1")), {"address":
 			    rep.listen, "max_ongoing_requests": 7,
-			    "protocol": "wire"})
+			    "protocol": "wire", "weight": 1, "priority": 0})
 			self.assertTrue(routes(a, "m"))
 			wait_until(lambda: routes(b, "m"), 5, what="b routes m")
 			# Bad input is refused before etcd hears of it.
