@@ -213,7 +213,7 @@ class Fleet(unittest.TestCase):
 
 	def test_lease_c_replica(self):
 		"""The C library's --register: SIGTERM revokes at once, SIGKILL
-		expires with the lease."""
+		expires with the lease; weight and priority from the URL."""
 		with Etcd() as e:
 			conf = fleet_conf(e.endpoints)
 			conf["timeouts"] = {"queue": 0.3}
@@ -225,13 +225,20 @@ class Fleet(unittest.TestCase):
 					proc = subprocess.Popen([binary("replica-echo"),
 					    "--listen", "127.0.0.1:%d" % port, "--id",
 					    "c1", "--deployment", "cm", "--register",
-					    "etcd://127.0.0.1:%d%s?ttl=2" % (e.client[0],
-					    PREFIX)], stdout=logf, stderr=logf)
+					    "etcd://127.0.0.1:%d%s?ttl=2&weight=4&"
+					    "priority=3" % (e.client[0], PREFIX)],
+					    stdout=logf, stderr=logf)
 					_register(proc)
 					try:
 						for d in (a, b):
 							wait_until(lambda: routes(d, "cm"), 10,
 							    what="C replica registered")
+						self.assertEqual(e.get(key("cm", "c1")),
+						    {"address": "127.0.0.1:%d" % port,
+						    "weight": 4, "priority": 3})
+						self.assertEqual([(x["weight"],
+						    x["priority"]) for x in
+						    dep(a, "cm")["replicas"]], [(4, 3)])
 						t0 = time.monotonic()
 						proc.send_signal(sig)
 						proc.wait(5)
@@ -255,11 +262,15 @@ class Fleet(unittest.TestCase):
 			proc = subprocess.Popen([sys.executable, os.path.join(ROOT,
 			    "python/examples/echo.py"), "--listen",
 			    "127.0.0.1:%d" % port, "--id", "p1", "--deployment",
-			    "pm", "--register", "etcd://127.0.0.1:%d%s?ttl=30" %
-			    (e.client[0], PREFIX)], stdout=logf, stderr=logf)
+			    "pm", "--register", "etcd://127.0.0.1:%d%s?ttl=30&"
+			    "weight=2&priority=1" % (e.client[0], PREFIX)],
+			    stdout=logf, stderr=logf)
 			_register(proc)
 			try:
 				wait_until(lambda: routes(d, "pm"), 10, what="routed")
+				self.assertEqual(e.get(key("pm", "p1"))["weight"], 2)
+				self.assertEqual([(x["weight"], x["priority"]) for x
+				    in dep(d, "pm")["replicas"]], [(2, 1)])
 				proc.send_signal(signal.SIGTERM)
 				proc.wait(10)
 				self.assertIsNone(e.get(key("pm", "p1")))
