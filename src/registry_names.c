@@ -465,21 +465,54 @@ registry_unregister(struct registry *r, const char *name, const char *id,
 	return REG_OK;
 }
 
-/* The same replicas and shares, in any order (a DNS answer's order is
- * not news); eps[] has no duplicates. */
-static int
-registry_same_set(const struct reg_deployment *d, struct reg_endpoint **eps,
-    const struct reg_share *shares, unsigned n)
+/* addrs[i]'s share in the answer: every entry of that address merged. */
+static struct reg_share
+registry_answer_share(char *const *addrs, const struct reg_share *in,
+    unsigned n, unsigned i)
 {
-	unsigned i, j;
+	static const struct reg_share def = { REG_WEIGHT_DEFAULT,
+	    REG_PRIORITY_DEFAULT };
+	struct reg_share s;
+	unsigned k;
 
-	if (n != d->neps)
-		return 0;
+	if (in == NULL)
+		return def;
+	s = in[i];
+	for (k = i + 1; k < n; k++) {
+		if (strcmp(addrs[k], addrs[i]) == 0)
+			registry_share_merge(&s, &in[k]);
+	}
+	return s;
+}
+
+/* The same addresses with the same shares, in any order (a DNS answer's
+ * order is not news).  Text compares only: nothing is planned for an
+ * answer that changes nothing, the common case every interval. */
+static int
+registry_same_answer(const struct reg_deployment *d, char *const *addrs,
+    const struct reg_share *in, unsigned n)
+{
+	unsigned i, j, k;
+
 	for (i = 0; i < n; i++) {
-		for (j = 0; j < d->neps && d->eps[j] != eps[i]; j++)
+		for (k = 0; k < i && strcmp(addrs[k], addrs[i]) != 0; k++)
 			continue;
+		if (k < i)
+			continue;	/* merged into its first entry */
+		for (j = 0; j < d->neps; j++) {
+			if (strcmp(d->eps[j]->addr.text, addrs[i]) == 0)
+				break;
+		}
 		if (j == d->neps || !registry_share_eq(registry_share(d, j),
-		    shares[i]))
+		    registry_answer_share(addrs, in, n, i)))
+			return 0;
+	}
+	for (j = 0; j < d->neps; j++) {
+		for (i = 0; i < n; i++) {
+			if (strcmp(d->eps[j]->addr.text, addrs[i]) == 0)
+				break;
+		}
+		if (i == n)
 			return 0;
 	}
 	return 1;
@@ -553,13 +586,13 @@ registry_set_addresses(struct registry *r, const char *name,
 		rv = REG_ENOENT;
 		goto out;
 	}
-	if (registry_dns_endpoints(r, &d->opts, addrs, in, n, &eps, &shares,
-	    &m, &fresh, &nfresh, err, errlen) == -1)
-		goto out;
-	if (registry_same_set(d, eps, shares, m)) {
+	if (registry_same_answer(d, addrs, in, n)) {
 		rv = REG_UNCHANGED;
 		goto out;
 	}
+	if (registry_dns_endpoints(r, &d->opts, addrs, in, n, &eps, &shares,
+	    &m, &fresh, &nfresh, err, errlen) == -1)
+		goto out;
 	if (registry_shares_default(shares, m)) {
 		free(shares);
 		shares = NULL;

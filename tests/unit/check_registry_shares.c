@@ -314,6 +314,13 @@ START_TEST(test_dns_shares)
 	    sizeof err), REG_OK);
 	ck_assert_str_eq(shares_of(r, "svc"), "127.0.0.2:80:3/1 "
 	    "127.0.0.3:80:2/5 127.0.0.4:80:4/2");
+	ck_assert_int_eq(registry_set_addresses(r, "svc", a, s, 5, err,
+	    sizeof err), REG_UNCHANGED);
+	s[2].weight = 3;		/* 127.0.0.2 merges to 4/1 now */
+	ck_assert_int_eq(registry_set_addresses(r, "svc", a, s, 5, err,
+	    sizeof err), REG_OK);
+	ck_assert_str_eq(shares_of(r, "svc"), "127.0.0.2:80:4/1 "
+	    "127.0.0.3:80:2/5 127.0.0.4:80:4/2");
 	/* No shares: the default. */
 	ck_assert_int_eq(registry_set_addresses(r, "svc", a, NULL, 2, err,
 	    sizeof err), REG_OK);
