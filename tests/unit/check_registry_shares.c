@@ -17,12 +17,14 @@
 #include "conf.h"
 #include "registry.h"
 
-static char	tmpdir[] = "/tmp/check_registry_shares.XXXXXX";
+static char	tmpdir[64];
 static char	path[256];
 
+/* A fresh directory per test, with or without Check's fork. */
 static void
 setup(void)
 {
+	snprintf(tmpdir, sizeof tmpdir, "/tmp/check_registry_shares.XXXXXX");
 	if (mkdtemp(tmpdir) == NULL)
 		abort();
 	snprintf(path, sizeof path, "%s/c.json", tmpdir);
