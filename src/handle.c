@@ -3,9 +3,10 @@
  * (see handle.h).
  *
  * Cost per handle: this struct with its name, and for each replica a
- * connection pointer, its edge's ops (upconn.h: the handle names no edge)
- * and the node linking the handle into that connection's watch list
- * (O(1) in and out, however many names share the replica).
+ * connection pointer, its edge's ops (upconn.h: the handle names no edge),
+ * the node linking the handle into that connection's watch list (O(1) in
+ * and out, however many names share the replica) and its weight and
+ * priority in this name: 64 bytes.
  * Idle handles do nothing at all; the worker's tick looks only at the old
  * end of the LRU list.
  *
@@ -253,8 +254,9 @@ static const struct stream_queue handle_queue;
 
 /*
  * Whether ups differ in weight or priority: only then does balance read
- * them (balance_pick_weighted); otherwise the plain pick, which draws the
- * same (balance.h) and is what every request paid before weights.
+ * them (balance_pick_weighted); otherwise the plain pick, which is what
+ * equal weights on one level come to (balance.h) and what every request
+ * paid before weights.
  */
 static int
 handle_is_weighted(const struct handle_up *ups, unsigned n)
