@@ -42,6 +42,7 @@ struct replica_etcd {
 struct replica_etcd_opts {
 	int		 https;
 	unsigned	 ttl;
+	long		 weight, priority;		/* -1: not given */
 	const char	*ca, *cert, *key, *server_name;
 	const char	*user, *password_file;
 };
@@ -146,6 +147,19 @@ replica_etcd_password(const char *path)
 	return strdup(buf);
 }
 
+/* A decimal in lo..hi, or -1. */
+static long
+replica_etcd_num(const char *v, long lo, long hi)
+{
+	char *end;
+	long n;
+
+	if (*v < '0' || *v > '9')
+		return -1;
+	n = strtol(v, &end, 10);
+	return *end == '\0' && n >= lo && n <= hi ? n : -1;
+}
+
 /* One "name=value" of the query into o; -1 when unknown or bad. */
 static int
 replica_etcd_param(struct replica_etcd_opts *o, char *kv)
@@ -160,6 +174,14 @@ replica_etcd_param(struct replica_etcd_opts *o, char *kv)
 		if ((ttl = strtoul(v, NULL, 10)) < 2 || ttl > 3600)
 			return -1;
 		o->ttl = (unsigned)ttl;
+	} else if (strcmp(kv, "weight") == 0) {
+		/* The replica's share of its deployment (ingressd's
+		 * balance): 1..65535; priority 0..65535, lower first. */
+		if ((o->weight = replica_etcd_num(v, 1, 65535)) == -1)
+			return -1;
+	} else if (strcmp(kv, "priority") == 0) {
+		if ((o->priority = replica_etcd_num(v, 0, 65535)) == -1)
+			return -1;
 	} else if (strcmp(kv, "ca") == 0)
 		o->ca = v;
 	else if (strcmp(kv, "cert") == 0)
@@ -177,8 +199,9 @@ replica_etcd_param(struct replica_etcd_opts *o, char *kv)
 	return 0;
 }
 
-/* "etcd[s]://IP:PORT[,IP:PORT]/PREFIX[?ttl=N&ca=F&cert=F&key=F&
- * server_name=N&user=U&password_file=F]"; o's strings point into q. */
+/* "etcd[s]://IP:PORT[,IP:PORT]/PREFIX[?ttl=N&weight=W&priority=P&ca=F&
+ * cert=F&key=F&server_name=N&user=U&password_file=F]"; o's strings point
+ * into q. */
 static int
 replica_etcd_parse(struct replica_etcd *e, const char *url, char *prefix,
     size_t plen, char *q, size_t qlen, struct replica_etcd_opts *o)
@@ -205,6 +228,7 @@ replica_etcd_parse(struct replica_etcd *e, const char *url, char *prefix,
 	while (strlen(prefix) > 1 && prefix[strlen(prefix) - 1] == '/')
 		prefix[strlen(prefix) - 1] = '\0';
 	o->ttl = ETCD_DEFAULT_TTL;
+	o->weight = o->priority = -1;
 	snprintf(q, qlen, "%s", qm != NULL ? qm + 1 : "");
 	for (h = strtok_r(q, "&", &save); h != NULL; h = strtok_r(NULL, "&",
 	    &save))
@@ -252,8 +276,9 @@ replica_etcd_register(struct replica *r, const char *url, char *err,
 	    &o) == -1 || *replica_deployment(r) == '\0') {
 		snprintf(err, errlen, "--register: %s", *replica_deployment(r) ==
 		    '\0' ? "needs --deployment NAME" : "must be "
-		    "etcd[s]://IP:PORT/PREFIX[?ttl=2..3600&ca=FILE&cert=FILE&"
-		    "key=FILE&server_name=NAME&user=U&password_file=FILE]");
+		    "etcd[s]://IP:PORT/PREFIX[?ttl=2..3600&weight=1..65535&"
+		    "priority=0..65535&ca=FILE&cert=FILE&key=FILE&"
+		    "server_name=NAME&user=U&password_file=FILE]");
 		replica_etcd_unregister(e);
 		return NULL;
 	}
@@ -264,6 +289,10 @@ replica_etcd_register(struct replica *r, const char *url, char *err,
 	snprintf(e->keytext, sizeof(e->keytext), "%s/deployments/%s/"
 	    "replicas/%s", prefix, replica_deployment(r), replica_id(r));
 	v = json_pack("{s:s}", "address", replica_address(r));
+	if (v != NULL && o.weight != -1)
+		json_object_set_new(v, "weight", json_integer(o.weight));
+	if (v != NULL && o.priority != -1)
+		json_object_set_new(v, "priority", json_integer(o.priority));
 	value = json_dumps(v, JSON_COMPACT);
 	json_decref(v);
 	e->key = b64_encode(e->keytext, strlen(e->keytext));

@@ -15,7 +15,8 @@
  *   --max-concurrency N    INGRESSD_MAX_CONCURRENCY  default 1024
  *   --drain-ms N           INGRESSD_DRAIN_MS     default 2000
  *   --register URL         INGRESSD_REGISTER     etcd://IP:PORT/PREFIX[?ttl=N]:
- *                          self-registration with a lease (replica_etcd_*)
+ *                          self-registration with a lease (replica_etcd_*;
+ *                          &weight=W&priority=P: the replica's share)
  *   --tls-cert FILE        INGRESSD_TLS_CERT     TLS on a TCP address
  *   --tls-key FILE         INGRESSD_TLS_KEY      (default: in the cert file)
  *   --tls-client-ca FILE   INGRESSD_TLS_CLIENT_CA  require ingressd's cert
@@ -114,6 +115,8 @@ struct event_base *replica_base(struct replica *);
  * {"address": replica_address()} with it, keep it alive every ttl/3 on
  * replica_base(), and register again if the lease is lost.  url is
  * "etcd://IP:PORT[,IP:PORT]/PREFIX[?ttl=N]"; needs a deployment name.
+ * weight=1..65535 and priority=0..65535 go into the value (the replica's
+ * share of its deployment in ingressd's balance; default 1 and 0).
  * "etcds://" is https, verified with ca=FILE (and cert=FILE&key=FILE for
  * mTLS, server_name=NAME); user=U&password_file=FILE authenticate.
  * Calls to etcd block the loop for at most 1 s each.  --register does this

@@ -126,18 +126,64 @@ static const int admin_reg_status[] = {
 	[REG_ENOMEM] = 500,
 };
 
-/* The PUT body: {"address": "...", "max_ongoing_requests": N,
- * "protocol": "wire" | "http"}. */
 static int
-admin_put_body(const char *reqbody, size_t reqlen, const char **address,
-    json_int_t *max, const char **proto, json_t **doc, char *err,
-    size_t errlen)
+admin_int_in(json_t *v, json_int_t lo, json_int_t hi)
+{
+	return json_is_integer(v) && json_integer_value(v) >= lo &&
+	    json_integer_value(v) <= hi;
+}
+
+/* One key of the PUT body into rep: NULL, or what is wrong with it. */
+static const char *
+admin_put_key(const char *key, json_t *v, struct reg_replica *rep)
+{
+	const char *s = json_string_value(v);
+
+	if (strcmp(key, "address") == 0) {
+		if (s == NULL)
+			return "must be a string";
+		rep->address = s;
+	} else if (strcmp(key, "protocol") == 0) {
+		if (s == NULL || (strcmp(s, "wire") != 0 &&
+		    strcmp(s, "http") != 0 && strcmp(s, "h2c") != 0))
+			return "must be \"wire\", \"http\" or \"h2c\"";
+		rep->protocol = s;
+	} else if (strcmp(key, "max_ongoing_requests") == 0) {
+		if (!admin_int_in(v, 1, 100000))
+			return "must be an integer in 1..100000";
+		rep->max_ongoing = (unsigned)json_integer_value(v);
+	} else if (strcmp(key, "weight") == 0) {
+		/* 0 is DNS SRV's "a very small share" only: a replica meant
+		 * as a backup takes a higher priority. */
+		if (!admin_int_in(v, 1, 65535))
+			return "must be an integer in 1..65535";
+		rep->share.weight = (uint16_t)json_integer_value(v);
+	} else if (strcmp(key, "priority") == 0) {
+		if (!admin_int_in(v, 0, 65535))
+			return "must be an integer in 0..65535 (lower is "
+			    "preferred)";
+		rep->share.priority = (uint16_t)json_integer_value(v);
+	} else
+		return "unknown key";
+	return NULL;
+}
+
+/* The PUT body: {"address": "...", "max_ongoing_requests": N,
+ * "protocol": "wire" | "http" | "h2c", "weight": W, "priority": P}; the
+ * strings point into *doc. */
+static int
+admin_put_body(const char *reqbody, size_t reqlen, struct reg_replica *rep,
+    json_t **doc, char *err, size_t errlen)
 {
 	json_error_t jerr;
-	const char *key;
+	const char *key, *why;
 	json_t *v;
 
-	*max = 100;
+	memset(rep, 0, sizeof(*rep));
+	rep->protocol = "wire";
+	rep->max_ongoing = 100;
+	rep->share.weight = REG_WEIGHT_DEFAULT;
+	rep->share.priority = REG_PRIORITY_DEFAULT;
 	if ((*doc = json_loadb(reqbody != NULL ? reqbody : "", reqlen,
 	    JSON_REJECT_DUPLICATES, &jerr)) == NULL) {
 		snprintf(err, errlen, "body: %d:%d: %s", jerr.line,
@@ -149,29 +195,12 @@ admin_put_body(const char *reqbody, size_t reqlen, const char **address,
 		return -1;
 	}
 	json_object_foreach(*doc, key, v) {
-		if (strcmp(key, "address") == 0 && json_is_string(v))
-			*address = json_string_value(v);
-		else if (strcmp(key, "protocol") == 0 && json_is_string(v) &&
-		    (strcmp(json_string_value(v), "wire") == 0 ||
-		    strcmp(json_string_value(v), "http") == 0 ||
-		    strcmp(json_string_value(v), "h2c") == 0))
-			*proto = json_string_value(v);
-		else if (strcmp(key, "max_ongoing_requests") == 0 &&
-		    json_is_integer(v) && json_integer_value(v) >= 1 &&
-		    json_integer_value(v) <= 100000)
-			*max = json_integer_value(v);
-		else {
-			snprintf(err, errlen, "body: %s: %s", key,
-			    strcmp(key, "address") == 0 ? "must be a string" :
-			    strcmp(key, "max_ongoing_requests") == 0 ?
-			    "must be an integer in 1..100000" :
-			    strcmp(key, "protocol") == 0 ? "must be \"wire\", "
-			    "\"http\" or \"h2c\"" :
-			    "unknown key");
+		if ((why = admin_put_key(key, v, rep)) != NULL) {
+			snprintf(err, errlen, "body: %s: %s", key, why);
 			return -1;
 		}
 	}
-	if (*address == NULL) {
+	if (rep->address == NULL) {
 		snprintf(err, errlen, "body: address: required key missing");
 		return -1;
 	}
@@ -185,8 +214,7 @@ admin_put_body(const char *reqbody, size_t reqlen, const char **address,
  */
 static int
 admin_etcd_put(struct worker *w, const char *name, const char *id,
-    const char *address, const char *proto, json_int_t max, char **body,
-    size_t *len)
+    const struct reg_replica *rep, char **body, size_t *len)
 {
 	const struct conf_etcd *e = &worker_conf(w)->etcd;
 	char err[512], *key, *value;
@@ -196,12 +224,14 @@ admin_etcd_put(struct worker *w, const char *name, const char *id,
 
 	if (e->nendpoints == 0)
 		return 0;
-	if ((rv = registry_register_ok(worker_registry(w), name, id, address,
-	    err, sizeof(err))) != REG_OK)
+	if ((rv = registry_register_ok(worker_registry(w), name, id,
+	    rep->address, err, sizeof(err))) != REG_OK)
 		return admin_error(admin_reg_status[rv], err, body, len);
 	key = etcd_kv_key(e->prefix, name, id);
-	doc = json_pack("{s:s, s:I, s:s}", "address", address,
-	    "max_ongoing_requests", max, "protocol", proto);
+	doc = json_pack("{s:s, s:i, s:s, s:i, s:i}", "address", rep->address,
+	    "max_ongoing_requests", (int)rep->max_ongoing, "protocol",
+	    rep->protocol, "weight", (int)rep->share.weight, "priority",
+	    (int)rep->share.priority);
 	value = doc != NULL ? json_dumps(doc, JSON_COMPACT | JSON_SORT_KEYS) :
 	    NULL;
 	json_decref(doc);
@@ -240,42 +270,37 @@ static int
 admin_register(struct worker *w, const char *name, const char *id,
     const char *reqbody, size_t reqlen, char **body, size_t *len)
 {
-	const char *address = NULL, *proto = "wire";
-	json_int_t max;
+	struct reg_replica rep;
 	json_t *doc;
 	enum reg_result rv;
 	unsigned version;
 	char err[512];
 	int rc;
 
-	if (admin_put_body(reqbody, reqlen, &address, &max, &proto, &doc, err,
+	if (admin_put_body(reqbody, reqlen, &rep, &doc, err,
 	    sizeof(err)) == -1) {
 		json_decref(doc);
 		return admin_error(400, err, body, len);
 	}
-	if ((rc = admin_etcd_put(w, name, id, address, proto, max, body,
-	    len)) !=
-	    0) {
+	if ((rc = admin_etcd_put(w, name, id, &rep, body, len)) != 0) {
 		json_decref(doc);
 		return rc;
 	}
 
-	rv = registry_register_proto(worker_registry(w), name, id, address,
-	    proto, (unsigned)max, &version, err, sizeof(err));
+	rv = registry_register_replica(worker_registry(w), name, id, &rep,
+	    &version, err, sizeof(err));
 	if (rv != REG_OK && rv != REG_UNCHANGED) {
 		json_decref(doc);
 		return admin_error(admin_reg_status[rv], err, body, len);
 	}
-	if (admin_json(json_pack("{s:s, s:s, s:s, s:s, s:I, s:i, s:b}",
-	    "deployment", name, "replica", id, "address", address,
-	    "protocol", proto,
-	    "max_ongoing_requests", max, "version", (int)version,
-	    "changed", rv == REG_OK), body, len) != 200) {
-		json_decref(doc);
-		return 500;
-	}
+	rc = admin_json(json_pack("{s:s, s:s, s:s, s:s, s:i, s:i, s:i, s:i, "
+	    "s:b}", "deployment", name, "replica", id, "address",
+	    rep.address, "protocol", rep.protocol, "max_ongoing_requests",
+	    (int)rep.max_ongoing, "weight", (int)rep.share.weight,
+	    "priority", (int)rep.share.priority, "version", (int)version,
+	    "changed", rv == REG_OK), body, len);
 	json_decref(doc);
-	return 200;
+	return rc == 200 ? 200 : 500;
 }
 
 static int

@@ -654,6 +654,7 @@ conf_free(struct conf *conf)
 			continue;
 		conf_free_strv(d->command, n);
 		conf_free_strv(d->endpoints, d->nendpoints);
+		free(d->shares);
 		free(d->http.health_path);
 		free(d->dns);
 		conf_upstream_tls_free(d->tls);

@@ -142,6 +142,12 @@ struct conf_inproc {
 					 * module is another endpoint */
 };
 
+/* endpoints: an entry's share of the deployment (its object form). */
+struct conf_share {
+	unsigned	 weight;	/* 1..65535 (default 1) */
+	unsigned	 priority;	/* 0..65535, lower preferred (0) */
+};
+
 struct conf_deployment {
 	char		*name;
 	enum conf_source source;
@@ -150,6 +156,7 @@ struct conf_deployment {
 	char		**command;	/* spawn: argv, NULL-terminated */
 	unsigned	 replicas;	/* spawn: how many */
 	char		**endpoints;	/* endpoints: "host:port" or "unix:/path" */
+	struct conf_share *shares;	/* endpoints: [nendpoints] */
 	unsigned	 nendpoints;
 	char		*dns;		/* dns: "name:port"; dns_srv: the
 					 * SRV name "_svc._tcp.name" */

@@ -51,6 +51,14 @@ static int	conf_inproc_args(struct conf_ctx *, const struct conf_key *,
 		    json_t *, void *);
 static int	conf_health_path(struct conf_ctx *, const struct conf_key *,
 		    json_t *, void *);
+static int	conf_endpoint_addr(struct conf_ctx *, const struct conf_key *,
+		    json_t *, void *);
+
+/* An endpoints entry in its object form, as the walker fills it. */
+struct conf_endpoint {
+	char		*address;
+	struct conf_share share;
+};
 
 #define R(f)	offsetof(struct conf_route, f)
 static const struct conf_key conf_route_keys[] = {
@@ -105,6 +113,15 @@ static const struct conf_key conf_spawn_keys[] = {
 	{ NULL, NULL, 0, 0, 0, 0 }
 };
 #undef D
+
+#define E(f)	offsetof(struct conf_endpoint, f)
+static const struct conf_key conf_endpoint_keys[] = {
+	{ "address", conf_endpoint_addr, 0, 0, 0, CONF_REQUIRED },
+	{ "weight", conf_uint, E(share.weight), 1, 65535, 0 },
+	{ "priority", conf_uint, E(share.priority), 0, 65535, 0 },
+	{ NULL, NULL, 0, 0, 0, 0 }
+};
+#undef E
 
 #define U(f)	offsetof(struct conf_upstream_tls, f)
 static const struct conf_key conf_upstream_tls_keys[] = {
@@ -547,12 +564,63 @@ conf_command(struct conf_ctx *ctx, const struct conf_key *k, json_t *v,
 }
 
 static int
+conf_endpoint_addr(struct conf_ctx *ctx, const struct conf_key *k, json_t *v,
+    void *base)
+{
+	struct conf_endpoint	*e = base;
+
+	if (!json_is_string(v))
+		return (conf_error(ctx, "must be an address string"));
+	if (conf_check_addr(ctx, json_string_value(v)) == -1)
+		return (-1);
+	e->address = conf_strdup(json_string_value(v));
+	return (0);
+}
+
+/*
+ * A non-empty array of entries, each an address string (weight 1,
+ * priority 0) or {"address", "weight", "priority"}.  The arrays are
+ * counted as filled entry by entry, so conf_free frees what an error
+ * leaves.
+ */
+static int
 conf_endpoints(struct conf_ctx *ctx, const struct conf_key *k, json_t *v,
     void *base)
 {
 	struct conf_deployment	*d = base;
+	struct conf_endpoint	 e;
+	json_t			*x;
+	size_t			 i, old;
 
-	return (conf_addr_list(ctx, v, 0, &d->endpoints, &d->nendpoints));
+	if (!json_is_array(v) || json_array_size(v) == 0)
+		return (conf_error(ctx, "must be a non-empty array of address "
+		    "strings or {\"address\", \"weight\", \"priority\"} "
+		    "objects"));
+	d->endpoints = calloc(json_array_size(v), sizeof *d->endpoints);
+	d->shares = calloc(json_array_size(v), sizeof *d->shares);
+	if (d->endpoints == NULL || d->shares == NULL)
+		abort();
+	json_array_foreach(v, i, x) {
+		old = conf_push_index(ctx, i);
+		memset(&e, 0, sizeof e);
+		e.share.weight = 1;
+		if (json_is_object(x)) {
+			if (conf_walk(ctx, conf_endpoint_keys, x, &e) == -1) {
+				free(e.address);
+				return (-1);
+			}
+		} else if (!json_is_string(x))
+			return (conf_error(ctx, "must be an address string or "
+			    "an object {\"address\", \"weight\", "
+			    "\"priority\"}"));
+		else if (conf_endpoint_addr(ctx, NULL, x, &e) == -1)
+			return (-1);
+		d->endpoints[i] = e.address;
+		d->shares[i] = e.share;
+		d->nendpoints++;
+		conf_pop(ctx, old);
+	}
+	return (0);
 }
 
 /*

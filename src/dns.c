@@ -149,8 +149,8 @@ dns_round_end(struct dns_name *n)
 		return;
 	}
 	n->backoff = 0;
-	rv = registry_set_addresses(n->dns->reg, n->dep, n->addrs, n->naddrs,
-	    err, sizeof(err));
+	rv = registry_set_addresses(n->dns->reg, n->dep, n->addrs, NULL,
+	    n->naddrs, err, sizeof(err));
 	if (rv == REG_OK)
 		log_info("dns %s: %s: %u address(es), ttl %d", n->dep, n->host,
 		    n->naddrs, n->ttl);

@@ -48,10 +48,18 @@ struct dnssrv_name {
 	int		 wanted;	/* dnssrv_apply's mark */
 	enum dnssrv_outcome outcome, last;
 	char		*addrs[DNSSRV_MAX_ADDRS];
+	struct reg_share shares[DNSSRV_MAX_ADDRS];	/* by addrs */
 	unsigned	 naddrs;
 	unsigned	 backoff;	/* seconds, after failures */
 	struct event	*timer;
 	TAILQ_ENTRY(dnssrv_name) link;
+};
+
+/* One target's address lookup: the record's priority and weight go with
+ * it to its answer. */
+struct dnssrv_target {
+	struct dnssrv_name *n;
+	struct reg_share share;
 };
 
 struct dnssrv_fd {
@@ -215,7 +223,8 @@ dnssrv_arm(struct dnssrv_name *n, double seconds)
 }
 
 static void
-dnssrv_add(struct dnssrv_name *n, const struct sockaddr *sa)
+dnssrv_add(struct dnssrv_name *n, const struct sockaddr *sa,
+    const struct reg_share *share)
 {
 	char ip[INET6_ADDRSTRLEN], buf[INET6_ADDRSTRLEN + 16];
 	const struct sockaddr_in *in = (const struct sockaddr_in *)sa;
@@ -231,14 +240,16 @@ dnssrv_add(struct dnssrv_name *n, const struct sockaddr *sa)
 		    ntohs(in6->sin6_port));
 	else
 		return;
-	/* Two records may name one target and port. */
+	/* Two records may name one target and port: one replica. */
 	for (i = 0; i < n->naddrs; i++) {
-		if (strcmp(n->addrs[i], buf) == 0)
+		if (strcmp(n->addrs[i], buf) == 0) {
+			registry_share_merge(&n->shares[i], share);
 			return;
+		}
 	}
 	if (n->naddrs < DNSSRV_MAX_ADDRS &&
 	    (n->addrs[n->naddrs] = strdup(buf)) != NULL)
-		n->naddrs++;
+		n->shares[n->naddrs++] = *share;
 }
 
 /* Say what a definite answer did, once per change of outcome. */
@@ -279,8 +290,8 @@ dnssrv_round_end(struct dnssrv_name *n)
 		return;
 	}
 	n->backoff = 0;
-	rv = registry_set_addresses(n->ds->reg, n->dep, n->addrs, n->naddrs,
-	    err, sizeof(err));
+	rv = registry_set_addresses(n->ds->reg, n->dep, n->addrs, n->shares,
+	    n->naddrs, err, sizeof(err));
 	dnssrv_log_outcome(n, rv, err);
 	n->last = n->outcome;
 	dnssrv_round_clear(n);
@@ -312,18 +323,20 @@ static void
 dnssrv_addr_cb(void *arg, int status, int timeouts,
     struct ares_addrinfo *res)
 {
-	struct dnssrv_name *n = arg;
+	struct dnssrv_target *t = arg;
+	struct dnssrv_name *n = t->n;
 	struct ares_addrinfo_node *ai;
 
 	if (status == ARES_EDESTRUCTION) {
 		if (res != NULL)
 			ares_freeaddrinfo(res);
+		free(t);
 		dnssrv_destroyed(n);
 		return;
 	}
 	if (status == ARES_SUCCESS && !n->gone) {
 		for (ai = res->nodes; ai != NULL; ai = ai->ai_next)
-			dnssrv_add(n, ai->ai_addr);
+			dnssrv_add(n, ai->ai_addr, &t->share);
 	} else if (status != ARES_ENOTFOUND && status != ARES_ENODATA &&
 	    status != ARES_SUCCESS) {
 		log_debug("dns_srv %s: target lookup: %s", n->dep,
@@ -332,38 +345,46 @@ dnssrv_addr_cb(void *arg, int status, int timeouts,
 	}
 	if (res != NULL)
 		ares_freeaddrinfo(res);
+	free(t);
 	dnssrv_done(n);
 }
 
-/* Look up the targets of the lowest priority value (RFC 2782: the others
- * are for when those are gone from DNS). */
+/*
+ * Look up the targets of every record, each with its priority and
+ * weight: the balancer keeps the worse priorities as backups for when
+ * the better ones are not ready (balance.h), which is sooner than DNS
+ * would drop them.  Target "." means: decidedly no such service here.
+ */
 static void
 dnssrv_targets(struct dnssrv_name *n, struct ares_srv_reply *srv)
 {
 	struct ares_addrinfo_hints hints;
 	struct ares_srv_reply *r;
-	unsigned best = 65536;
+	struct dnssrv_target *t;
 	char port[8];
+	int any = 0;
 
-	for (r = srv; r != NULL; r = r->next) {
-		/* Target "." means: decidedly no such service here. */
-		if (r->host[0] != '\0' && strcmp(r->host, ".") != 0 &&
-		    r->port != 0 && r->priority < best)
-			best = r->priority;
-	}
 	memset(&hints, 0, sizeof(hints));
 	hints.ai_family = AF_UNSPEC;
 	hints.ai_socktype = SOCK_STREAM;
 	for (r = srv; r != NULL && !n->gone; r = r->next) {
-		if (r->priority != best || r->host[0] == '\0' ||
-		    strcmp(r->host, ".") == 0 || r->port == 0)
+		if (r->host[0] == '\0' || strcmp(r->host, ".") == 0 ||
+		    r->port == 0)
 			continue;
+		any = 1;
+		if ((t = calloc(1, sizeof(*t))) == NULL) {
+			n->failed = 1;	/* addresses kept, tried again */
+			break;
+		}
+		t->n = n;
+		t->share.weight = r->weight;
+		t->share.priority = r->priority;
 		snprintf(port, sizeof(port), "%u", r->port);
 		n->pending++;
 		ares_getaddrinfo(n->ds->ch, r->host, port, &hints,
-		    dnssrv_addr_cb, n);
+		    dnssrv_addr_cb, t);
 	}
-	if (best == 65536)
+	if (!any)
 		n->outcome = DNSSRV_NODATA;
 }
 

@@ -5,11 +5,11 @@
  * Runs on the main thread with c-ares, driven by the main event loop (its
  * sockets and its timeout are libevent events; nothing blocks, no thread).
  * A round is one SRV query, then one ares_getaddrinfo (A and AAAA) per
- * target of the best (lowest) priority; when every lookup of the round has
- * answered, the addresses with each record's port go to the registry
- * through registry_set_addresses(), as dns deployments do, which pushes a
- * change to the workers only when the set differs.  c-ares 1.18 gives SRV
- * records without their TTL, so a name is looked up again every
+ * target of every record; when every lookup of the round has answered,
+ * the addresses with each record's port, priority and weight go to the
+ * registry through registry_set_addresses(), as dns deployments do, which
+ * pushes a change to the workers only when the set differs.  c-ares 1.18
+ * gives SRV records without their TTL, so a name is looked up again every
  * resolver.srv_interval seconds.
  *
  * Only a definite answer changes the set: no such name (NXDOMAIN) or no
@@ -18,11 +18,13 @@
  * failure), of the SRV name or of any target, keeps the addresses the
  * deployment had and is retried with a backoff (up to DNS_MAX_BACKOFF).
  *
- * Weights are read but not used: the balancer picks by in-flight load
- * (power of two choices), which already sends less to a slower replica,
- * and a weight would have to travel through the registry's endpoints to
- * every worker's handle for little gain.  Priorities are honoured: only
- * the targets of the lowest priority value are used.
+ * Priority and weight are the replica's share of the deployment
+ * (registry.h struct reg_share): the balancer sends requests only to the
+ * best priority that has a ready replica, in proportion to weight within
+ * it (weight 0: a very small share), so a backup takes over as soon as
+ * the better targets are down, not once DNS stops listing them (RFC 2782
+ * leaves that to the client).  Two records naming one address are one
+ * replica: the better priority's, weights of equal priorities added.
  */
 #ifndef INGRESSD_DNSSRV_H
 #define INGRESSD_DNSSRV_H

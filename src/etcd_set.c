@@ -83,17 +83,45 @@ etcd_set_parse_key(struct etcd_set *s, const char *key, char *name,
 	return 0;
 }
 
+/* A replica value's parsed fields (the strings are copies). */
+struct etcd_set_value {
+	char		 addr[512];
+	char		 proto[8];
+	struct reg_replica rep;
+};
+
+/* Optional integer key of doc in lo..hi into *out; -1 and err if bad. */
+static int
+etcd_set_int(json_t *doc, const char *key, json_int_t lo, json_int_t hi,
+    unsigned *out, char *err, size_t errlen)
+{
+	json_t *v = json_object_get(doc, key);
+
+	if (v == NULL)
+		return 0;
+	if (!json_is_integer(v) || json_integer_value(v) < lo ||
+	    json_integer_value(v) > hi) {
+		snprintf(err, errlen, "%s: must be an integer in %lld..%lld",
+		    key, (long long)lo, (long long)hi);
+		return -1;
+	}
+	*out = (unsigned)json_integer_value(v);
+	return 0;
+}
+
 /*
- * The value's address and cap; -1 and err when it is not a replica.
- * Unknown keys are let through ("protocol" is carried by writers already;
- * newer fields must not make older instances drop a replica).
+ * The value's address, cap, protocol, weight and priority; -1 and err
+ * when it is not a replica.  Unknown keys are let through (newer fields
+ * must not make older instances drop a replica; older instances ignore
+ * "weight" and "priority").
  */
 static int
-etcd_set_parse_value(const char *value, char *addr, size_t addrlen,
-    unsigned *max, char *proto, size_t protolen, char *err, size_t errlen)
+etcd_set_parse_value(const char *value, struct etcd_set_value *out,
+    char *err, size_t errlen)
 {
 	json_error_t jerr;
-	json_t *doc, *a, *m, *p;
+	json_t *doc, *a, *p;
+	unsigned weight = REG_WEIGHT_DEFAULT, prio = REG_PRIORITY_DEFAULT;
 	int rv = -1;
 
 	if ((doc = json_loads(value, JSON_REJECT_DUPLICATES, &jerr)) ==
@@ -102,15 +130,17 @@ etcd_set_parse_value(const char *value, char *addr, size_t addrlen,
 		return -1;
 	}
 	a = json_object_get(doc, "address");
-	m = json_object_get(doc, "max_ongoing_requests");
 	p = json_object_get(doc, "protocol");
-	*max = ETCD_DEFAULT_MAX_ONGOING;
-	if (!json_is_string(a) || strlen(json_string_value(a)) >= addrlen)
+	memset(&out->rep, 0, sizeof(out->rep));
+	out->rep.max_ongoing = ETCD_DEFAULT_MAX_ONGOING;
+	if (!json_is_string(a) || strlen(json_string_value(a)) >=
+	    sizeof(out->addr))
 		snprintf(err, errlen, "address: must be a string");
-	else if (m != NULL && (!json_is_integer(m) || json_integer_value(m) <
-	    1 || json_integer_value(m) > 100000))
-		snprintf(err, errlen, "max_ongoing_requests: must be an "
-		    "integer in 1..100000");
+	else if (etcd_set_int(doc, "max_ongoing_requests", 1, 100000,
+	    &out->rep.max_ongoing, err, errlen) == -1 ||
+	    etcd_set_int(doc, "weight", 1, 65535, &weight, err, errlen) == -1 ||
+	    etcd_set_int(doc, "priority", 0, 65535, &prio, err, errlen) == -1)
+		;	/* err says */
 	else if (p != NULL && (!json_is_string(p) ||
 	    (strcmp(json_string_value(p), "wire") != 0 &&
 	    strcmp(json_string_value(p), "http") != 0 &&
@@ -118,11 +148,14 @@ etcd_set_parse_value(const char *value, char *addr, size_t addrlen,
 		snprintf(err, errlen, "protocol: must be \"wire\", \"http\" or "
 		    "\"h2c\"");
 	else {
-		snprintf(addr, addrlen, "%s", json_string_value(a));
-		snprintf(proto, protolen, "%s", p != NULL ?
+		snprintf(out->addr, sizeof(out->addr), "%s",
+		    json_string_value(a));
+		snprintf(out->proto, sizeof(out->proto), "%s", p != NULL ?
 		    json_string_value(p) : "wire");
-		if (m != NULL)
-			*max = (unsigned)json_integer_value(m);
+		out->rep.address = out->addr;
+		out->rep.protocol = out->proto;
+		out->rep.share.weight = (uint16_t)weight;
+		out->rep.share.priority = (uint16_t)prio;
 		rv = 0;
 	}
 	json_decref(doc);
@@ -133,23 +166,24 @@ etcd_set_parse_value(const char *value, char *addr, size_t addrlen,
 static void
 etcd_set_apply(struct etcd_set *s, const char *key, const char *value)
 {
-	char name[256], id[64], addr[512], err[512], proto[8];
+	char name[256], id[64], err[512];
+	struct etcd_set_value v;
 	enum reg_result rv;
-	unsigned max, version;
+	unsigned version;
 
 	if (etcd_set_parse_key(s, key, name, sizeof(name), id,
 	    sizeof(id)) == -1) {
 		log_debug("etcd: %s: not a replica key: ignored", key);
 		return;
 	}
-	if (value != NULL && etcd_set_parse_value(value, addr, sizeof(addr),
-	    &max, proto, sizeof(proto), err, sizeof(err)) == -1) {
+	if (value != NULL && etcd_set_parse_value(value, &v, err,
+	    sizeof(err)) == -1) {
 		log_warnx("etcd: %s: %s: replica not used", key, err);
 		value = NULL;
 	}
 	if (value != NULL)
-		rv = registry_register_proto(s->reg, name, id, addr, proto,
-		    max, &version, err, sizeof(err));
+		rv = registry_register_replica(s->reg, name, id, &v.rep,
+		    &version, err, sizeof(err));
 	else
 		rv = registry_unregister(s->reg, name, id, &version, err,
 		    sizeof(err));

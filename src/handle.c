@@ -3,9 +3,10 @@
  * (see handle.h).
  *
  * Cost per handle: this struct with its name, and for each replica a
- * connection pointer, its edge's ops (upconn.h: the handle names no edge)
- * and the node linking the handle into that connection's watch list
- * (O(1) in and out, however many names share the replica).
+ * connection pointer, its edge's ops (upconn.h: the handle names no edge),
+ * the node linking the handle into that connection's watch list (O(1) in
+ * and out, however many names share the replica) and its weight and
+ * priority in this name: 64 bytes.
  * Idle handles do nothing at all; the worker's tick looks only at the old
  * end of the LRU list.
  *
@@ -15,6 +16,7 @@
  * nobody holds is freed, and never from inside a stream callback.
  */
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,11 +34,14 @@
 #include "wctx.h"
 
 /* One replica of the handle: its connection and the handle's watch on it
- * (linked while the handle uses it; never moved meanwhile). */
+ * (linked while the handle uses it; never moved meanwhile), and its share
+ * of the name (read only when the handle is weighted). */
 struct handle_up {
 	const struct upconn_ops *ops;	/* its edge, by the endpoint's protocol */
 	struct upconn	*up;
 	struct upconn_watch watch;
+	uint32_t	 weight;	/* balance_weight()'s */
+	unsigned	 priority;
 };
 
 /*
@@ -56,7 +61,8 @@ struct handle {
 	double		 used;		/* last handle_get(), monotonic */
 	double		 listed;	/* when last put at the LRU's head */
 	struct handle_up *ups;
-	unsigned	 nups;
+	unsigned	 nups:31;
+	unsigned	 weighted:1;	/* unequal weights or priorities */
 	unsigned	 qlen;
 	double		 request_timeout;
 	struct wctx	*w;		/* the worker's context */
@@ -246,35 +252,72 @@ handle_settings(struct handle *h, const struct reg_lookup *lk)
 static void	handle_upstream_event(struct handle *, struct upconn *);
 static const struct stream_queue handle_queue;
 
+/*
+ * Whether ups differ in weight or priority: only then does balance read
+ * them (balance_pick_weighted); otherwise the plain pick, which is what
+ * equal weights on one level come to (balance.h) and what every request
+ * paid before weights.
+ */
+static int
+handle_is_weighted(const struct handle_up *ups, unsigned n)
+{
+	unsigned i;
+
+	for (i = 1; i < n; i++) {
+		if (ups[i].weight != ups[0].weight ||
+		    ups[i].priority != ups[0].priority)
+			return 1;
+	}
+	return 0;
+}
+
+/* Replica u is listed again with share s (two registered ids at one
+ * address, say): registry_share_merge's rule, on balance's weights. */
+static void
+handle_merge(struct handle_up *u, const struct reg_share *s)
+{
+	uint64_t w = (uint64_t)u->weight + balance_weight(s->weight);
+
+	if (s->priority < u->priority) {
+		u->priority = s->priority;
+		u->weight = balance_weight(s->weight);
+	} else if (s->priority == u->priority)
+		u->weight = w > UINT32_MAX ? UINT32_MAX : (uint32_t)w;
+}
+
 /* This worker's connections to the endpoints, each watched by h once
  * (an address listed twice is one replica), in ups (lk->neps zeroed
- * slots). */
-static void
+ * slots); how many. */
+static unsigned
 handle_connect(struct handle *h, const struct reg_lookup *lk,
-    struct handle_up *ups, unsigned *n)
+    struct handle_up *ups)
 {
 	const struct upconn_ops *ops;
 	struct upconn *up;
-	unsigned i, j;
+	unsigned i, j, n = 0;
 
-	*n = 0;
 	for (i = 0; i < lk->neps; i++) {
 		/* An endpoint whose protocol has no edge is left out, as one
 		 * that cannot be reached (the conf check refuses it first). */
 		if ((ops = upconn_find(lk->eps[i]->protocol)) == NULL ||
 		    (up = ops->get(h->w, lk->eps[i])) == NULL)
 			continue;
-		for (j = 0; j < *n && ups[j].up != up; j++)
+		for (j = 0; j < n && ups[j].up != up; j++)
 			continue;
-		if (j < *n)
+		if (j < n) {
+			handle_merge(&ups[j], &lk->shares[i]);
 			continue;
-		ups[*n].ops = ops;
-		ups[*n].up = up;
-		ups[*n].watch.h = h;
-		ups[*n].watch.event = handle_upstream_event;
-		ops->watch(up, &ups[*n].watch);
-		(*n)++;
+		}
+		ups[n].ops = ops;
+		ups[n].up = up;
+		ups[n].watch.h = h;
+		ups[n].watch.event = handle_upstream_event;
+		ups[n].weight = balance_weight(lk->shares[i].weight);
+		ups[n].priority = lk->shares[i].priority;
+		ops->watch(up, &ups[n].watch);
+		n++;
 	}
+	return n;
 }
 
 /* Requests are queued (or no longer): hear when a full replica frees a
@@ -313,7 +356,8 @@ handle_resolve(struct wctx *w, const char *name)
 	handle_settings(h, &lk);
 	handle_set_state(h, REG_H_RESOLVING);
 	h->ups = handle_ups_inline(h, len);
-	handle_connect(h, &lk, h->ups, &h->nups);
+	h->nups = handle_connect(h, &lk, h->ups);
+	h->weighted = handle_is_weighted(h->ups, h->nups);
 	free(lk.eps);
 	handle_update_state(h);
 	log_debug("worker %u: resolved %s: %u replicas", w->id, name,
@@ -417,7 +461,15 @@ handle_try_attach(struct handle *h, struct stream *s)
 		cand[i].load = u->ops->in_flight(u->up);
 		cand[i].cap = u->ops->capacity(u->up);
 	}
-	k = balance_pick(cand, n, &h->w->rng);
+	if (!h->weighted)
+		k = balance_pick(cand, n, &h->w->rng);
+	else {
+		for (i = 0; i < n; i++) {
+			cand[i].weight = h->ups[i].weight;
+			cand[i].priority = h->ups[i].priority;
+		}
+		k = balance_pick_weighted(cand, n, &h->w->rng);
+	}
 	if (cand != stack)
 		free(cand);
 	if (k == -1)
@@ -562,12 +614,13 @@ handle_refresh(struct wctx *w, const char *name)
 		free(lk.eps);
 		return 1;	/* out of memory: keep the old set */
 	}
-	handle_connect(h, &lk, ups, &n);
+	n = handle_connect(h, &lk, ups);
 	free(lk.eps);
 	old = h->ups;
 	nold = h->nups;
 	h->ups = ups;
 	h->nups = n;
+	h->weighted = handle_is_weighted(ups, n);
 	if (h->qlen > 0)
 		handle_set_waiting(h, 1);
 	handle_unwatch_all(old, nold, 1);

@@ -44,6 +44,7 @@ registry_deployment_free(struct reg_deployment *d)
 	free(d->name);
 	free(d->command);
 	free(d->eps);
+	free(d->shares);
 	registry_strv_free(d->rids, d->neps);
 	free(d->hstate);
 	free(d->queued);
@@ -260,6 +261,34 @@ registry_deployment_new(struct registry *r, const char *name)
 
 /* Lookups and figures -------------------------------------------------- */
 
+void
+registry_share_merge(struct reg_share *into, const struct reg_share *s)
+{
+	unsigned w = (unsigned)into->weight + s->weight;
+
+	if (s->priority < into->priority)
+		*into = *s;
+	else if (s->priority == into->priority)
+		into->weight = w > UINT16_MAX ? UINT16_MAX : (uint16_t)w;
+}
+
+/* The endpoints and their shares in one allocation: one free(). */
+static struct reg_endpoint **
+registry_lookup_alloc(const struct reg_deployment *d,
+    struct reg_share **shares)
+{
+	struct reg_endpoint **eps;
+	unsigned i, n = d->neps ? d->neps : 1;
+
+	if ((eps = malloc(n * (sizeof(*eps) + sizeof(**shares)))) == NULL)
+		return NULL;
+	memcpy(eps, d->eps, d->neps * sizeof(*eps));
+	*shares = (struct reg_share *)(eps + n);
+	for (i = 0; i < d->neps; i++)
+		(*shares)[i] = registry_share(d, i);
+	return eps;
+}
+
 int
 registry_lookup(struct registry *r, const char *name, struct reg_lookup *out)
 {
@@ -269,9 +298,8 @@ registry_lookup(struct registry *r, const char *name, struct reg_lookup *out)
 	memset(out, 0, sizeof(*out));
 	pthread_mutex_lock(&r->lock);
 	if ((d = registry_find_live(r, name)) != NULL) {
-		out->eps = calloc(d->neps ? d->neps : 1, sizeof(*out->eps));
+		out->eps = registry_lookup_alloc(d, &out->shares);
 		if (out->eps != NULL) {
-			memcpy(out->eps, d->eps, d->neps * sizeof(*out->eps));
 			out->neps = d->neps;
 			out->dep = d;
 			out->version = d->version;
@@ -387,7 +415,8 @@ registry_in_flight(struct registry *r, const struct reg_endpoint *ep)
 /* An endpoint is as good as its best worker's connection. */
 static void
 registry_endpoint_figures(struct registry *r, struct reg_endpoint *ep,
-    const char *id, int spawned, struct reg_replica_figures *f)
+    const char *id, int spawned, struct reg_share share,
+    struct reg_replica_figures *f)
 {
 	int in_flight = 0, best = REG_E_IDLE, st;
 	unsigned w;
@@ -421,6 +450,8 @@ registry_endpoint_figures(struct registry *r, struct reg_endpoint *ep,
 	f->id = id;
 	f->address = ep->addr.text;
 	f->protocol = ep->protocol[0] != '\0' ? ep->protocol : "wire";
+	f->weight = share.weight;
+	f->priority = share.priority;
 	f->state = (enum reg_estate)best;
 	f->in_flight = in_flight > 0 ? (unsigned)in_flight : 0;
 	f->pid = atomic_load(&ep->pid);
@@ -497,7 +528,7 @@ registry_deployment_figures(struct registry *r, struct reg_deployment *d,
 	for (i = 0; i < d->neps; i++)
 		registry_endpoint_figures(r, d->eps[i],
 		    d->registered ? d->rids[i] : d->eps[i]->id,
-		    d->source == CONF_SPAWN, &reps[i]);
+		    d->source == CONF_SPAWN, registry_share(d, i), &reps[i]);
 	f.replicas = reps;
 	f.nreplicas = d->neps;
 	fn(arg, &f);

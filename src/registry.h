@@ -102,10 +102,26 @@ struct reg_endpoint {
 	struct tls_cli *_Atomic tls;
 };
 
+/*
+ * A replica's share of one name: weight (0..65535, as in an SRV record; 0
+ * only from DNS SRV, a very small share) and priority (0..65535, lower is
+ * preferred: a worse level carries traffic only while no better one has a
+ * ready replica; balance.h).  They belong to the (name, replica)
+ * membership, not to the endpoint: names sharing an address may weigh it
+ * differently.
+ */
+struct reg_share {
+	uint16_t	 weight;
+	uint16_t	 priority;
+};
+#define REG_WEIGHT_DEFAULT	1
+#define REG_PRIORITY_DEFAULT	0
+
 /* What a worker gets back from a lookup: valid for the registry's life. */
 struct reg_lookup {
 	struct reg_deployment *dep;
 	struct reg_endpoint **eps;	/* caller frees the array (free()) */
+	struct reg_share *shares;	/* [neps], in eps's allocation */
 	unsigned	 neps;
 	unsigned	 version;
 	unsigned	 queue_max;
@@ -176,26 +192,42 @@ void		 registry_set_notify(struct registry *, reg_notify_fn,
 enum reg_result	 registry_register(struct registry *, const char *name,
 		    const char *id, const char *address, unsigned max_ongoing,
 		    unsigned *version, char *err, size_t errlen);
+/* A registered replica as the admin API and etcd describe it. */
+struct reg_replica {
+	const char	*address;
+	const char	*protocol;	/* "wire" (NULL too), "http", "h2c" */
+	unsigned	 max_ongoing;
+	struct reg_share share;		/* weight >= 1 (0 is DNS SRV's) */
+};
 /* Would registry_register take it (name, id, address, not the conf's)?
  * REG_OK, or why not; changes nothing (the admin API asks before it
  * writes a registration through to etcd). */
 enum reg_result	 registry_register_ok(struct registry *, const char *name,
 		    const char *id, const char *address, char *err,
 		    size_t errlen);
-/* The same, speaking protocol ("wire", "http") to the replica; a name's
- * replicas may mix protocols. */
-enum reg_result	 registry_register_proto(struct registry *, const char *name,
-		    const char *id, const char *address, const char *protocol,
-		    unsigned max_ongoing, unsigned *version, char *err,
-		    size_t errlen);
+/* The same with a protocol ("wire", "http", "h2c": a name's replicas may
+ * mix them), a weight and a priority; registry_register is this with the
+ * wire protocol and the default share. */
+enum reg_result	 registry_register_replica(struct registry *,
+		    const char *name, const char *id, const struct reg_replica *,
+		    unsigned *version, char *err, size_t errlen);
 /* The name goes (lookups fail) when its last replica does. */
 enum reg_result	 registry_unregister(struct registry *, const char *name,
 		    const char *id, unsigned *version, char *err,
 		    size_t errlen);
 /* DNS (main thread): the addresses ("1.2.3.4:80", "[::1]:80") of a dns or
- * dns_srv deployment now, in any order; the same set changes nothing. */
+ * dns_srv deployment now, in any order, each with its share (shares NULL:
+ * the default share); the same set changes nothing.  An address given
+ * twice is one replica: the better priority's, with the weights of equal
+ * priorities added (registry_share_merge). */
 enum reg_result	 registry_set_addresses(struct registry *, const char *name,
-		    char *const *addrs, unsigned n, char *err, size_t errlen);
+		    char *const *addrs, const struct reg_share *shares,
+		    unsigned n, char *err, size_t errlen);
+/* One replica listed twice in a name (two SRV records, two registered ids
+ * at one address): the lower priority wins; at equal ones the weights add
+ * up (to 65535). */
+void		 registry_share_merge(struct reg_share *into,
+		    const struct reg_share *);
 /* 0 and *out filled, or -1 when the name is unknown. */
 int		 registry_lookup(struct registry *, const char *name,
 		    struct reg_lookup *out);
@@ -236,6 +268,8 @@ struct reg_replica_figures {
 	unsigned	 in_flight;
 	uint64_t	 requests, pings, pongs, missed_pongs;
 	const char	*protocol;	/* "wire", "http" */
+	unsigned	 weight;	/* its share of this name */
+	unsigned	 priority;
 	/* protocol http: active checks and the keep-alive pool */
 	uint64_t	 health_passed, health_failed;
 	unsigned	 conns_open, conns_idle;

@@ -38,6 +38,7 @@ struct reg_deployment {
 	double		 request_timeout;
 	int		 prewarm;
 	struct reg_endpoint **eps;
+	struct reg_share *shares;	/* by eps; NULL: all the default */
 	char		**rids;		/* registered: replica ids, by eps */
 	unsigned	 neps;
 	unsigned	 version;
@@ -74,6 +75,22 @@ struct registry {
 	void		*notify_arg;
 };
 
+
+/* Replica i's share of d. */
+static inline struct reg_share
+registry_share(const struct reg_deployment *d, unsigned i)
+{
+	static const struct reg_share def = { REG_WEIGHT_DEFAULT,
+	    REG_PRIORITY_DEFAULT };
+
+	return d->shares != NULL ? d->shares[i] : def;
+}
+
+static inline int
+registry_share_eq(struct reg_share a, struct reg_share b)
+{
+	return a.weight == b.weight && a.priority == b.priority;
+}
 
 /* registry.c: the store's helpers for the parts that change it. */
 void		 registry_strv_free(char **, unsigned);

@@ -23,7 +23,9 @@ registry_replica_json(const struct reg_replica_figures *f)
 	    "missed_pongs", (json_int_t)f->missed_pongs,
 	    "requests", (json_int_t)f->requests);
 	if (o != NULL)
-		json_object_set_new(o, "protocol", json_string(f->protocol));
+		json_object_update_new(o, json_pack("{s:s, s:i, s:i}",
+		    "protocol", f->protocol, "weight", (int)f->weight,
+		    "priority", (int)f->priority));
 	/* HTTP replicas: active checks and the keep-alive pool. */
 	if (o != NULL && strcmp(f->protocol, "h2c") == 0)
 		json_object_update_new(o, json_pack("{s:i, s:i}",

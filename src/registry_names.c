@@ -124,38 +124,6 @@ registry_regd_new(struct registry *r, const char *name)
 	return d;
 }
 
-/*
- * The new replica arrays of d with replica i (of n) set to ep/id, or
- * appended when i == n.  Strings are shared with the old array except a
- * new id.
- */
-static int
-registry_regd_arrays(struct reg_deployment *d, unsigned i,
-    struct reg_endpoint *ep, const char *id, struct reg_endpoint ***eps,
-    char ***rids)
-{
-	unsigned n = d != NULL ? d->neps : 0, m = i < n ? n : n + 1;
-
-	*eps = calloc(m, sizeof(**eps));
-	*rids = calloc(m, sizeof(**rids));
-	if (*eps == NULL || *rids == NULL)
-		goto fail;
-	if (n > 0) {
-		memcpy(*eps, d->eps, n * sizeof(**eps));
-		memcpy(*rids, d->rids, n * sizeof(**rids));
-	}
-	(*eps)[i] = ep;
-	if (i == n && ((*rids)[i] = strdup(id)) == NULL)
-		goto fail;
-	return 0;
-fail:
-	free(*eps);
-	free(*rids);
-	*eps = NULL;
-	*rids = NULL;
-	return -1;
-}
-
 /* What a registration links in, all allocated before the mutex. */
 struct reg_regplan {
 	struct reg_deployment *d;	/* the name's, or NULL */
@@ -167,7 +135,46 @@ struct reg_regplan {
 	unsigned	 nfresh;
 	struct reg_endpoint **eps;	/* the name's new arrays */
 	char		**rids;
+	struct reg_share *shares;	/* (a registered name always has one) */
 };
+
+/*
+ * The new replica arrays of d with replica i (of n) set to ep/id/share,
+ * or appended when i == n.  Strings are shared with the old array except
+ * a new id.
+ */
+static int
+registry_regd_arrays(struct reg_regplan *rp, const char *id,
+    struct reg_share share)
+{
+	struct reg_deployment *d = rp->d;
+	unsigned i = rp->i, n = rp->n, m = i < n ? n : n + 1, j;
+
+	rp->eps = calloc(m, sizeof(*rp->eps));
+	rp->rids = calloc(m, sizeof(*rp->rids));
+	rp->shares = calloc(m, sizeof(*rp->shares));
+	if (rp->eps == NULL || rp->rids == NULL || rp->shares == NULL)
+		goto fail;
+	if (n > 0) {
+		memcpy(rp->eps, d->eps, n * sizeof(*rp->eps));
+		memcpy(rp->rids, d->rids, n * sizeof(*rp->rids));
+	}
+	for (j = 0; j < n; j++)
+		rp->shares[j] = registry_share(d, j);
+	rp->eps[i] = rp->ep;
+	rp->shares[i] = share;
+	if (i == n && (rp->rids[i] = strdup(id)) == NULL)
+		goto fail;
+	return 0;
+fail:
+	free(rp->eps);
+	free(rp->rids);
+	free(rp->shares);
+	rp->eps = NULL;
+	rp->rids = NULL;
+	rp->shares = NULL;
+	return -1;
+}
 
 static enum reg_result
 registry_register_check(const char *name, const char *id,
@@ -219,6 +226,7 @@ registry_regplan_undo(struct reg_regplan *rp)
 		free(rp->rids[rp->i]);
 	free(rp->eps);
 	free(rp->rids);
+	free(rp->shares);
 	registry_deployment_free(rp->nd);
 	free(rp->room.list);
 	free(rp->room.nb);
@@ -230,10 +238,11 @@ registry_regplan_undo(struct reg_regplan *rp)
 /* Under wlock: REG_OK and rp ready to commit, or why not. */
 static enum reg_result
 registry_register_plan(struct registry *r, struct reg_regplan *rp,
-    const char *name, const char *id, const char *address,
-    const struct reg_epopts *opts, unsigned max, unsigned *version,
-    char *err, size_t errlen)
+    const char *name, const char *id, const struct reg_replica *rep,
+    const struct reg_epopts *opts, unsigned *version, char *err,
+    size_t errlen)
 {
+	const char *address = rep->address;
 	struct reg_deployment *d;
 	struct reg_endpoint **neps;
 
@@ -249,7 +258,8 @@ registry_register_plan(struct registry *r, struct reg_regplan *rp,
 		continue;
 	if (rp->i < rp->n && strcmp(d->eps[rp->i]->addr.text, address) == 0 &&
 	    strcmp(d->eps[rp->i]->protocol, opts->protocol) == 0 &&
-	    atomic_load(&d->eps[rp->i]->max_ongoing) == max) {
+	    atomic_load(&d->eps[rp->i]->max_ongoing) == rep->max_ongoing &&
+	    registry_share_eq(registry_share(d, rp->i), rep->share)) {
 		*version = d->version;
 		return REG_UNCHANGED;
 	}
@@ -257,8 +267,8 @@ registry_register_plan(struct registry *r, struct reg_regplan *rp,
 	    address, id, opts, err, errlen)) == NULL)
 		return strcmp(err, "out of memory") == 0 ? REG_ENOMEM :
 		    REG_EINVAL;
-	if (registry_regd_arrays(d, rp->i, rp->ep, id, &rp->eps,
-	    &rp->rids) == -1 || (d == NULL && ((rp->nd = registry_regd_new(r,
+	if (registry_regd_arrays(rp, id, rep->share) == -1 ||
+	    (d == NULL && ((rp->nd = registry_regd_new(r,
 	    name)) == NULL || registry_regd_room(r, &rp->room) == -1)))
 		goto oom;
 	if (rp->nfresh > 0) {
@@ -281,6 +291,7 @@ registry_register_commit(struct registry *r, struct reg_regplan *rp,
 {
 	struct reg_deployment *d = rp->d;
 	struct reg_endpoint **old;
+	struct reg_share *olds;
 	int was_active;
 
 	if (rp->nfresh > 0)
@@ -297,6 +308,9 @@ registry_register_commit(struct registry *r, struct reg_regplan *rp,
 	free(d->rids);
 	d->rids = rp->rids;
 	rp->rids = NULL;
+	olds = d->shares;
+	d->shares = rp->shares;
+	rp->shares = olds;
 	d->neps = rp->i < rp->n ? rp->n : rp->n + 1;
 	d->active = 1;
 	d->version++;
@@ -310,15 +324,23 @@ registry_register(struct registry *r, const char *name, const char *id,
     const char *address, unsigned max_ongoing, unsigned *version, char *err,
     size_t errlen)
 {
-	return registry_register_proto(r, name, id, address, "wire",
-	    max_ongoing, version, err, errlen);
+	struct reg_replica rep;
+
+	memset(&rep, 0, sizeof(rep));
+	rep.address = address;
+	rep.max_ongoing = max_ongoing;
+	rep.share.weight = REG_WEIGHT_DEFAULT;
+	rep.share.priority = REG_PRIORITY_DEFAULT;
+	return registry_register_replica(r, name, id, &rep, version, err,
+	    errlen);
 }
 
 enum reg_result
-registry_register_proto(struct registry *r, const char *name,
-    const char *id, const char *address, const char *protocol,
-    unsigned max_ongoing, unsigned *version, char *err, size_t errlen)
+registry_register_replica(struct registry *r, const char *name,
+    const char *id, const struct reg_replica *rep, unsigned *version,
+    char *err, size_t errlen)
 {
+	const char *protocol = rep->protocol != NULL ? rep->protocol : "wire";
 	struct reg_epopts opts;
 	struct reg_regplan rp;
 	enum reg_result rv;
@@ -340,25 +362,31 @@ registry_register_proto(struct registry *r, const char *name,
 		    "or \"h2c\"");
 		return REG_EINVAL;
 	}
-	if ((rv = registry_register_check(name, id, address, err, errlen)) !=
-	    REG_OK)
+	if (rep->share.weight == 0) {
+		snprintf(err, errlen, "weight: must be an integer in 1..65535");
+		return REG_EINVAL;
+	}
+	if ((rv = registry_register_check(name, id, rep->address, err,
+	    errlen)) != REG_OK)
 		return rv;
 	if (registry_wlock_timed(r) != 0) {
 		snprintf(err, errlen, "the registry is busy (a reload): retry");
 		return REG_EBUSY;
 	}
 	memset(&rp, 0, sizeof(rp));
-	if ((rv = registry_register_plan(r, &rp, name, id, address, &opts,
-	    max_ongoing, version, err, errlen)) != REG_OK) {
+	if ((rv = registry_register_plan(r, &rp, name, id, rep, &opts,
+	    version, err, errlen)) != REG_OK) {
 		registry_regplan_undo(&rp);
 		pthread_mutex_unlock(&r->wlock);
 		return rv;
 	}
 	pthread_mutex_lock(&r->lock);
-	was_active = registry_register_commit(r, &rp, max_ongoing, version);
+	was_active = registry_register_commit(r, &rp, rep->max_ongoing,
+	    version);
 	pthread_mutex_unlock(&r->lock);
 	pthread_mutex_unlock(&r->wlock);
 	free(rp.eps);		/* the old arrays and buckets */
+	free(rp.shares);
 	free(rp.room.list);
 	free(rp.room.nb);
 	free(rp.fresh);
@@ -371,6 +399,7 @@ registry_unregister(struct registry *r, const char *name, const char *id,
     unsigned *version, char *err, size_t errlen)
 {
 	struct reg_endpoint **eps = NULL, **oeps;
+	struct reg_share *shares = NULL, *oshares;
 	struct reg_deployment *d;
 	char **rids = NULL, **orids, *gone;
 	unsigned i, j, k, n;
@@ -397,8 +426,10 @@ registry_unregister(struct registry *r, const char *name, const char *id,
 		return REG_ENOENT;
 	}
 	if (n > 1 && ((eps = calloc(n - 1, sizeof(*eps))) == NULL ||
-	    (rids = calloc(n - 1, sizeof(*rids))) == NULL)) {
+	    (rids = calloc(n - 1, sizeof(*rids))) == NULL ||
+	    (shares = calloc(n - 1, sizeof(*shares))) == NULL)) {
 		free(eps);
+		free(rids);
 		snprintf(err, errlen, "out of memory");
 		pthread_mutex_unlock(&r->wlock);
 		return REG_ENOMEM;
@@ -407,6 +438,7 @@ registry_unregister(struct registry *r, const char *name, const char *id,
 		if (j == i)
 			continue;
 		eps[k] = d->eps[j];
+		shares[k] = registry_share(d, j);
 		rids[k++] = d->rids[j];
 	}
 	gone = d->rids[i];
@@ -414,8 +446,10 @@ registry_unregister(struct registry *r, const char *name, const char *id,
 	pthread_mutex_lock(&r->lock);
 	oeps = d->eps;
 	orids = d->rids;
+	oshares = d->shares;
 	d->eps = eps;
 	d->rids = rids;
+	d->shares = shares;
 	d->neps = n - 1;
 	d->active = n > 1;
 	d->version++;
@@ -425,24 +459,52 @@ registry_unregister(struct registry *r, const char *name, const char *id,
 	pthread_mutex_unlock(&r->wlock);
 	free(oeps);
 	free(orids);
+	free(oshares);
 	free(gone);
 	registry_tell(r, name, n > 1 ? REG_CHANGED : REG_REMOVED);
 	return REG_OK;
 }
 
-/* The same addresses, in any order (a DNS answer's order is not news). */
-static int
-registry_same_addresses(const struct reg_deployment *d, char *const *addrs,
-    unsigned n)
+/* addrs[i]'s share in the answer: every entry of that address merged. */
+static struct reg_share
+registry_answer_share(char *const *addrs, const struct reg_share *in,
+    unsigned n, unsigned i)
 {
-	unsigned i, j;
+	static const struct reg_share def = { REG_WEIGHT_DEFAULT,
+	    REG_PRIORITY_DEFAULT };
+	struct reg_share s;
+	unsigned k;
+
+	if (in == NULL)
+		return def;
+	s = in[i];
+	for (k = i + 1; k < n; k++) {
+		if (strcmp(addrs[k], addrs[i]) == 0)
+			registry_share_merge(&s, &in[k]);
+	}
+	return s;
+}
+
+/* The same addresses with the same shares, in any order (a DNS answer's
+ * order is not news).  Text compares only: nothing is planned for an
+ * answer that changes nothing, the common case every interval. */
+static int
+registry_same_answer(const struct reg_deployment *d, char *const *addrs,
+    const struct reg_share *in, unsigned n)
+{
+	unsigned i, j, k;
 
 	for (i = 0; i < n; i++) {
+		for (k = 0; k < i && strcmp(addrs[k], addrs[i]) != 0; k++)
+			continue;
+		if (k < i)
+			continue;	/* merged into its first entry */
 		for (j = 0; j < d->neps; j++) {
 			if (strcmp(d->eps[j]->addr.text, addrs[i]) == 0)
 				break;
 		}
-		if (j == d->neps)
+		if (j == d->neps || !registry_share_eq(registry_share(d, j),
+		    registry_answer_share(addrs, in, n, i)))
 			return 0;
 	}
 	for (j = 0; j < d->neps; j++) {
@@ -456,17 +518,22 @@ registry_same_addresses(const struct reg_deployment *d, char *const *addrs,
 	return 1;
 }
 
-/* The endpoints for a DNS answer, duplicates dropped; -1 and err. */
+/* The endpoints for a DNS answer with their shares, an address given
+ * twice merged into one; -1 and err. */
 static int
 registry_dns_endpoints(struct registry *r, const struct reg_epopts *opts,
-    char *const *addrs, unsigned n, struct reg_endpoint ***eps,
-    unsigned *neps, struct reg_endpoint ***fresh, unsigned *nfresh,
-    char *err, size_t errlen)
+    char *const *addrs, const struct reg_share *in, unsigned n,
+    struct reg_endpoint ***eps, struct reg_share **shares, unsigned *neps,
+    struct reg_endpoint ***fresh, unsigned *nfresh, char *err,
+    size_t errlen)
 {
+	static const struct reg_share def = { REG_WEIGHT_DEFAULT,
+	    REG_PRIORITY_DEFAULT };
 	struct reg_endpoint *ep;
 	unsigned i, j;
 
-	if ((*eps = calloc(n ? n : 1, sizeof(**eps))) == NULL) {
+	if ((*eps = calloc(n ? n : 1, sizeof(**eps))) == NULL ||
+	    (*shares = calloc(n ? n : 1, sizeof(**shares))) == NULL) {
 		snprintf(err, errlen, "out of memory");
 		return -1;
 	}
@@ -476,17 +543,37 @@ registry_dns_endpoints(struct registry *r, const struct reg_epopts *opts,
 			return -1;
 		for (j = 0; j < *neps && (*eps)[j] != ep; j++)
 			continue;
-		if (j == *neps)
-			(*eps)[(*neps)++] = ep;
+		if (j < *neps) {
+			registry_share_merge(&(*shares)[j], in ? &in[i] : &def);
+			continue;
+		}
+		(*eps)[*neps] = ep;
+		(*shares)[(*neps)++] = in != NULL ? in[i] : def;
 	}
 	return 0;
 }
 
+/* Every share the default: none kept (the deployment's shares NULL). */
+static int
+registry_shares_default(const struct reg_share *s, unsigned n)
+{
+	unsigned i;
+
+	for (i = 0; i < n; i++) {
+		if (s[i].weight != REG_WEIGHT_DEFAULT ||
+		    s[i].priority != REG_PRIORITY_DEFAULT)
+			return 0;
+	}
+	return 1;
+}
+
 enum reg_result
 registry_set_addresses(struct registry *r, const char *name,
-    char *const *addrs, unsigned n, char *err, size_t errlen)
+    char *const *addrs, const struct reg_share *in, unsigned n, char *err,
+    size_t errlen)
 {
 	struct reg_endpoint **eps = NULL, **fresh = NULL, **neps;
+	struct reg_share *shares = NULL, *olds;
 	struct reg_deployment *d;
 	enum reg_result rv = REG_EINVAL;
 	unsigned i, m = 0, nfresh = 0;
@@ -499,13 +586,17 @@ registry_set_addresses(struct registry *r, const char *name,
 		rv = REG_ENOENT;
 		goto out;
 	}
-	if (registry_same_addresses(d, addrs, n)) {
+	if (registry_same_answer(d, addrs, in, n)) {
 		rv = REG_UNCHANGED;
 		goto out;
 	}
-	if (registry_dns_endpoints(r, &d->opts, addrs, n, &eps, &m, &fresh,
-	    &nfresh, err, errlen) == -1)
+	if (registry_dns_endpoints(r, &d->opts, addrs, in, n, &eps, &shares,
+	    &m, &fresh, &nfresh, err, errlen) == -1)
 		goto out;
+	if (registry_shares_default(shares, m)) {
+		free(shares);
+		shares = NULL;
+	}
 	if ((neps = realloc(r->eps, (r->neps + nfresh + 1) *
 	    sizeof(*neps))) == NULL) {
 		snprintf(err, errlen, "out of memory");
@@ -521,6 +612,9 @@ registry_set_addresses(struct registry *r, const char *name,
 	neps = d->eps;
 	d->eps = eps;
 	eps = neps;
+	olds = d->shares;
+	d->shares = shares;
+	shares = olds;
 	d->neps = m;
 	d->version++;
 	for (i = 0; i < m; i++)
@@ -533,6 +627,7 @@ out:
 		registry_endpoint_free(fresh[i]);
 	free(fresh);
 	free(eps);
+	free(shares);
 	if (rv == REG_OK)
 		registry_tell(r, name, REG_CHANGED);
 	return rv;

@@ -33,6 +33,7 @@ struct reg_plan {
 	char		*command;
 	unsigned	 gen;
 	struct reg_endpoint **eps;	/* PLAN_NEW, PLAN_ENDPOINTS */
+	struct reg_share *shares;	/* ... and their shares, or NULL */
 	unsigned	 neps;
 };
 
@@ -192,7 +193,9 @@ registry_same_endpoints(const struct reg_deployment *d,
 	if (d->neps != cd->nendpoints)
 		return 0;
 	for (i = 0; i < d->neps; i++) {
-		if (strcmp(d->eps[i]->addr.text, cd->endpoints[i]) != 0)
+		if (strcmp(d->eps[i]->addr.text, cd->endpoints[i]) != 0 ||
+		    registry_share(d, i).weight != cd->shares[i].weight ||
+		    registry_share(d, i).priority != cd->shares[i].priority)
 			return 0;
 	}
 	return 1;
@@ -277,6 +280,29 @@ registry_plan_tls(struct reg_endpoint *ep, const struct conf_deployment *cd,
 	return 0;
 }
 
+/* An endpoints deployment's shares, or NULL when all are the default. */
+static int
+registry_plan_shares(struct reg_plan *p)
+{
+	const struct conf_deployment *cd = p->cd;
+	unsigned i;
+
+	for (i = 0; i < cd->nendpoints; i++) {
+		if (cd->shares[i].weight != REG_WEIGHT_DEFAULT ||
+		    cd->shares[i].priority != REG_PRIORITY_DEFAULT)
+			break;
+	}
+	if (i == cd->nendpoints)
+		return 0;
+	if ((p->shares = calloc(cd->nendpoints, sizeof(*p->shares))) == NULL)
+		return -1;
+	for (i = 0; i < cd->nendpoints; i++) {
+		p->shares[i].weight = (uint16_t)cd->shares[i].weight;
+		p->shares[i].priority = (uint16_t)cd->shares[i].priority;
+	}
+	return 0;
+}
+
 /* The endpoints a deployment will have: its addresses, or its sockets. */
 static int
 registry_plan_endpoints(struct registry *r, struct reg_plan *p,
@@ -292,7 +318,8 @@ registry_plan_endpoints(struct registry *r, struct reg_plan *p,
 	n = cd->source == CONF_SPAWN ? cd->replicas :
 	    cd->source == CONF_ENDPOINTS ? cd->nendpoints :
 	    cd->source == CONF_INPROC ? 1 : 0;
-	if ((p->eps = calloc(n ? n : 1, sizeof(*p->eps))) == NULL) {
+	if ((p->eps = calloc(n ? n : 1, sizeof(*p->eps))) == NULL ||
+	    (cd->source == CONF_ENDPOINTS && registry_plan_shares(p) == -1)) {
 		snprintf(err, errlen, "out of memory");
 		return -1;
 	}
@@ -385,6 +412,7 @@ registry_plan_free(struct reg_plan *plan, unsigned n)
 	for (i = 0; plan != NULL && i < n; i++) {
 		free(plan[i].command);
 		free(plan[i].eps);
+		free(plan[i].shares);
 		registry_deployment_free(plan[i].dep);
 	}
 	free(plan);
@@ -421,9 +449,12 @@ registry_commit_one(struct reg_plan *p)
 	d->command = p->command;
 	p->command = NULL;
 	free(d->eps);
+	free(d->shares);
 	d->eps = p->eps;
+	d->shares = p->shares;
 	d->neps = p->neps;
 	p->eps = NULL;
+	p->shares = NULL;
 	p->dep = NULL;
 	for (i = 0; i < d->neps; i++)
 		atomic_store(&d->eps[i]->max_ongoing, cd->max_ongoing);
@@ -473,8 +504,10 @@ registry_deactivate(struct reg_deployment *d)
 {
 	registry_strv_free(d->rids, d->neps);
 	free(d->eps);
+	free(d->shares);
 	d->rids = NULL;
 	d->eps = NULL;
+	d->shares = NULL;
 	d->neps = 0;
 	d->active = 0;
 	d->version++;

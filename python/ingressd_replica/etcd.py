@@ -1,12 +1,14 @@
 """Self-registration in etcd: --register etcd://HOST:PORT/PREFIX[?ttl=N]
-(or INGRESSD_REGISTER; ttl defaults to 10 seconds).  etcds:// is https,
+(or INGRESSD_REGISTER; ttl defaults to 10 seconds; &weight=1..65535 and
+&priority=0..65535 set the replica's share of its deployment in ingressd's
+balance, default 1 and 0, lower priority preferred).  etcds:// is https,
 verified with &ca=FILE (the certificate must name the IP; &cert=FILE&key=FILE:
 mutual TLS);
 &user=U&password_file=FILE authenticate (the token is renewed on a 401).
 
 The replica grants itself a lease (TTL seconds), puts
-PREFIX/deployments/NAME/replicas/ID = {"address", "max_ongoing_requests"}
-with it, and keeps it alive every TTL/3 from a daemon thread.  Every
+PREFIX/deployments/NAME/replicas/ID = {"address", "max_ongoing_requests",
+"weight", "priority"} (the last three when given) with it, and keeps it alive every TTL/3 from a daemon thread.  Every
 ingressd instance watching PREFIX routes to it; a crashed replica stops
 the keepalives, so etcd deletes the key after TTL and every instance drops
 it.  On drain the lease is revoked, which deletes the key at once.  A lost
@@ -33,7 +35,7 @@ def _b64(s):
 
 
 # The certificate must name the endpoint's address (an IP SAN).
-_PARAMS = ("ttl", "ca", "cert", "key", "user",
+_PARAMS = ("ttl", "weight", "priority", "ca", "cert", "key", "user",
            "password_file")
 
 
@@ -53,6 +55,9 @@ def parse_url(url):
     ttl = q.pop("ttl", DEFAULT_TTL)
     if not str(ttl).isdigit() or not 2 <= int(ttl) <= 3600:
         raise ValueError("--register: ttl must be 2..3600 seconds")
+    for k, lo in (("weight", 1), ("priority", 0)):
+        if k in q and (not q[k].isdigit() or not lo <= int(q[k]) <= 65535):
+            raise ValueError("--register: %s must be %d..65535" % (k, lo))
     if ("cert" in q) != ("key" in q) or ("user" in q) != (
             "password_file" in q):
         raise ValueError("--register: cert and key, user and "
@@ -88,6 +93,9 @@ class Registration:
         value = {"address": address}
         if max_ongoing:
             value["max_ongoing_requests"] = int(max_ongoing)
+        for k in ("weight", "priority"):
+            if k in q:
+                value[k] = int(q[k])
         self.value = json.dumps(value, sort_keys=True)
         self.lease = None
         self._stop = threading.Event()

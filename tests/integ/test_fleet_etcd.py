@@ -82,7 +82,8 @@ class Fleet(unittest.TestCase):
 				    5, what="watch up")
 			t0 = time.monotonic()
 			e.put(key("m", "r1"), {"address": rep.listen,
-			    "max_ongoing_requests": 8})
+			    "max_ongoing_requests": 8, "weight": 3,
+			    "priority": 2})
 			took = []
 			for d in fleet:
 				wait_until(lambda: routes(d, "m"), 5,
@@ -93,8 +94,9 @@ class Fleet(unittest.TestCase):
 			for d in fleet:
 				m = dep(d, "m")
 				self.assertEqual(m["source"], "register")
-				self.assertEqual([(x["id"], x["address"]) for x in
-				    m["replicas"]], [("r1", rep.listen)])
+				self.assertEqual([(x["id"], x["address"],
+				    x["weight"], x["priority"]) for x in
+				    m["replicas"]], [("r1", rep.listen, 3, 2)])
 			e.delete(key("m", "r1"))
 			for d in fleet:
 				wait_until(lambda: d.request("GET", "/models/m/x")
@@ -112,7 +114,7 @@ class Fleet(unittest.TestCase):
 			self.assertEqual(r.status, 200, r.body)
 			self.assertEqual(e.get(key("m", "r1")), {"address":
 			    rep.listen, "max_ongoing_requests": 7,
-			    "protocol": "wire"})
+			    "protocol": "wire", "weight": 1, "priority": 0})
 			self.assertTrue(routes(a, "m"))
 			wait_until(lambda: routes(b, "m"), 5, what="b routes m")
 			# Bad input is refused before etcd hears of it.
@@ -211,7 +213,7 @@ class Fleet(unittest.TestCase):
 
 	def test_lease_c_replica(self):
 		"""The C library's --register: SIGTERM revokes at once, SIGKILL
-		expires with the lease."""
+		expires with the lease; weight and priority from the URL."""
 		with Etcd() as e:
 			conf = fleet_conf(e.endpoints)
 			conf["timeouts"] = {"queue": 0.3}
@@ -223,13 +225,20 @@ class Fleet(unittest.TestCase):
 					proc = subprocess.Popen([binary("replica-echo"),
 					    "--listen", "127.0.0.1:%d" % port, "--id",
 					    "c1", "--deployment", "cm", "--register",
-					    "etcd://127.0.0.1:%d%s?ttl=2" % (e.client[0],
-					    PREFIX)], stdout=logf, stderr=logf)
+					    "etcd://127.0.0.1:%d%s?ttl=2&weight=4&"
+					    "priority=3" % (e.client[0], PREFIX)],
+					    stdout=logf, stderr=logf)
 					_register(proc)
 					try:
 						for d in (a, b):
 							wait_until(lambda: routes(d, "cm"), 10,
 							    what="C replica registered")
+						self.assertEqual(e.get(key("cm", "c1")),
+						    {"address": "127.0.0.1:%d" % port,
+						    "weight": 4, "priority": 3})
+						self.assertEqual([(x["weight"],
+						    x["priority"]) for x in
+						    dep(a, "cm")["replicas"]], [(4, 3)])
 						t0 = time.monotonic()
 						proc.send_signal(sig)
 						proc.wait(5)
@@ -253,11 +262,15 @@ class Fleet(unittest.TestCase):
 			proc = subprocess.Popen([sys.executable, os.path.join(ROOT,
 			    "python/examples/echo.py"), "--listen",
 			    "127.0.0.1:%d" % port, "--id", "p1", "--deployment",
-			    "pm", "--register", "etcd://127.0.0.1:%d%s?ttl=30" %
-			    (e.client[0], PREFIX)], stdout=logf, stderr=logf)
+			    "pm", "--register", "etcd://127.0.0.1:%d%s?ttl=30&"
+			    "weight=2&priority=1" % (e.client[0], PREFIX)],
+			    stdout=logf, stderr=logf)
 			_register(proc)
 			try:
 				wait_until(lambda: routes(d, "pm"), 10, what="routed")
+				self.assertEqual(e.get(key("pm", "p1"))["weight"], 2)
+				self.assertEqual([(x["weight"], x["priority"]) for x
+				    in dep(d, "pm")["replicas"]], [(2, 1)])
 				proc.send_signal(signal.SIGTERM)
 				proc.wait(10)
 				self.assertIsNone(e.get(key("pm", "p1")))

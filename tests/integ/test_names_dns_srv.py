@@ -1,6 +1,8 @@
 """dns_srv deployments against a real DNS server on loopback (dnsmasq from
 Debian, on a high port, with --srv-host records and a hosts file for the
-targets): both targets of an SRV name serve; a record change (dnsmasq
+targets): both targets of an SRV name serve, a worse priority's target is
+resolved and shown but serves nothing (weights and failover:
+test_names_weights.py); a record change (dnsmasq
 restarted with other records) is followed within resolver.srv_interval
 without a failed request; NXDOMAIN leaves the deployment without replicas
 (503 with the reason) and is logged; bad values are conf errors."""
@@ -106,16 +108,21 @@ class DnsSrv(unittest.TestCase):
 		with SrvDnsmasq(HOSTS) as dns, \
 		    Replica("echo", listen=a, rid="two"), \
 		    Replica("echo", listen=b, rid="three"):
-			# c.test has a worse priority: a backup, unused.
+			# c.test has a worse priority: a backup, resolved and
+			# shown, unused while a better target is ready.
+			c = "127.0.0.4:%d" % pc
 			dns.start([(SRV, "a.test", pa, 1, 10),
 			    (SRV, "b.test", pb, 1, 30),
 			    (SRV, "c.test", pc, 2, 10)])
 			with Daemon(conf=srv_conf(dns)) as d:
-				wait_until(lambda: addresses(d) == [a, b], 5.0,
-				    what="both targets")
+				wait_until(lambda: addresses(d) == [a, b, c], 5.0,
+				    what="the three targets")
 				svc = d.deployments()["svc"]
 				self.assertEqual((svc["source"], svc["dns_srv"]),
 				    ("dns_srv", SRV))
+				self.assertEqual(sorted((x["address"], x["weight"],
+				    x["priority"]) for x in svc["replicas"]),
+				    [(a, 10, 1), (b, 30, 1), (c, 10, 2)])
 				seen = set()
 				for _ in range(40):
 					r = d.request("GET", "/svc/x")

@@ -52,7 +52,8 @@ class Register(unittest.TestCase):
 				self.assertEqual(r.json(), {"deployment": "m",
 				    "replica": "r1", "address": rep.listen,
 				    "max_ongoing_requests": 5, "version": 1,
-				    "changed": True, "protocol": "wire"})
+				    "changed": True, "protocol": "wire",
+				    "weight": 1, "priority": 0})
 				r = put(a, "m", "r1", {"address": rep.listen,
 				    "max_ongoing_requests": 5})
 				self.assertEqual((r.status, r.json()["changed"],

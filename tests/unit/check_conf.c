@@ -722,10 +722,11 @@ static const struct {
 	    "deployments.echo.spawn.replicas: must be an integer in 1..1024" },
 	{ "{" ROUTES ", \"deployments\": {\"echo\": {\"endpoints\": []}}}",
 	    "deployments.echo.endpoints: must be a non-empty array of address "
-	    "strings" },
+	    "strings or {\"address\", \"weight\", \"priority\"} objects" },
 	{ "{" ROUTES ", \"deployments\": {\"echo\": {\"endpoints\": "
 	    "\"127.0.0.1:1\"}}}", "deployments.echo.endpoints: must be a "
-	    "non-empty array of address strings" },
+	    "non-empty array of address strings or {\"address\", "
+	    "\"weight\", \"priority\"} objects" },
 	{ "{" ROUTES ", \"deployments\": {\"echo\": {\"endpoints\": "
 	    "[\"127.0.0.1:1\", \"nohost\"]}}}",
 	    "deployments.echo.endpoints[1]: bad address \"nohost\": missing "

@@ -678,7 +678,7 @@ START_TEST(test_dns_addresses)
 	heard[0] = '\0';
 	/* Known, without replicas until DNS answers. */
 	ck_assert_str_eq(addrs_of(r, "svc"), "");
-	ck_assert_int_eq(registry_set_addresses(r, "svc", a1, 2, err,
+	ck_assert_int_eq(registry_set_addresses(r, "svc", a1, NULL, 2, err,
 	    sizeof err), REG_OK);
 	ck_assert_str_eq(addrs_of(r, "svc"), "127.0.0.2:80 [::1]:80");
 	ck_assert_int_eq(registry_lookup(r, "svc", &lk), 0);
@@ -687,21 +687,21 @@ START_TEST(test_dns_addresses)
 	ck_assert_uint_eq(lk.version, 2);
 	free(lk.eps);
 	/* The same set in another order is no change. */
-	ck_assert_int_eq(registry_set_addresses(r, "svc", a2, 2, err,
+	ck_assert_int_eq(registry_set_addresses(r, "svc", a2, NULL, 2, err,
 	    sizeof err), REG_UNCHANGED);
-	ck_assert_int_eq(registry_set_addresses(r, "svc", a3, 2, err,
+	ck_assert_int_eq(registry_set_addresses(r, "svc", a3, NULL, 2, err,
 	    sizeof err), REG_OK);
 	ck_assert_str_eq(addrs_of(r, "svc"), "127.0.0.3:80");
-	ck_assert_int_eq(registry_set_addresses(r, "svc", NULL, 0, err,
+	ck_assert_int_eq(registry_set_addresses(r, "svc", NULL, NULL, 0, err,
 	    sizeof err), REG_OK);
 	ck_assert_str_eq(addrs_of(r, "svc"), "");
-	ck_assert_int_eq(registry_set_addresses(r, "api", a1, 2, err,
+	ck_assert_int_eq(registry_set_addresses(r, "api", a1, NULL, 2, err,
 	    sizeof err), REG_ENOENT);
 	ck_assert_str_eq(heard, "1:svc\n1:svc\n1:svc\n");
 
 	/* A reload that keeps "dns" keeps the addresses; a new one drops
 	 * them until DNS answers for it. */
-	ck_assert_int_eq(registry_set_addresses(r, "svc", a1, 2, err,
+	ck_assert_int_eq(registry_set_addresses(r, "svc", a1, NULL, 2, err,
 	    sizeof err), REG_OK);
 	ck_assert_int_eq(registry_reload(r, c1, &ch, &n, err, sizeof err), 0);
 	ck_assert_uint_eq(n, 0);
