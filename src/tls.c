@@ -50,6 +50,8 @@ struct tls_cli {
 	SSL_CTX		*ctx;
 	char		*server_name;
 	struct tls_cli	*older;		/* replaced, maybe still in use */
+	pthread_mutex_t	 lock;		/* sess: every worker connects */
+	SSL_SESSION	*sess;		/* the newest resumable session */
 };
 
 /* Ticket keys: [0] encrypts, [1] (the one before) still decrypts. */
@@ -512,6 +514,49 @@ tls_slot_ssl(struct tls_slot *sl, double *timeout)
 
 /* Client side ------------------------------------------------------------ */
 
+/*
+ * Client sessions: the newest resumable session a server gave (a TLS 1.3
+ * ticket, or a TLS 1.2 session) is offered by every next connection of
+ * this context, in any worker, as nginx's proxy_ssl_session_reuse does;
+ * so a pool that opens connections pays one full handshake, not one per
+ * connection.  A server that refuses it makes a full handshake and a
+ * fresh session.  A context is one replica address with one CA and name,
+ * so a session is never offered to another server.
+ */
+static int
+tls_cli_new_session(SSL *ssl, SSL_SESSION *sess)
+{
+	struct tls_cli *cl = SSL_CTX_get_app_data(SSL_get_SSL_CTX(ssl));
+	SSL_SESSION *old;
+
+	if (cl == NULL || !SSL_SESSION_is_resumable(sess))
+		return 0;
+	pthread_mutex_lock(&cl->lock);
+	old = cl->sess;
+	cl->sess = sess;
+	pthread_mutex_unlock(&cl->lock);
+	SSL_SESSION_free(old);
+	return 1;		/* the reference is ours */
+}
+
+/* OpenSSL gave up on a session (a failed handshake that offered it). */
+static void
+tls_cli_drop_session(SSL_CTX *ctx, SSL_SESSION *sess)
+{
+	struct tls_cli *cl = SSL_CTX_get_app_data(ctx);
+	SSL_SESSION *old = NULL;
+
+	if (cl == NULL)
+		return;
+	pthread_mutex_lock(&cl->lock);
+	if (cl->sess == sess) {
+		old = cl->sess;
+		cl->sess = NULL;
+	}
+	pthread_mutex_unlock(&cl->lock);
+	SSL_SESSION_free(old);
+}
+
 struct tls_cli *
 tls_cli_new(const char *ca, const char *cert, const char *key,
     const char *server_name, char *err, size_t errlen)
@@ -524,11 +569,17 @@ tls_cli_new(const char *ca, const char *cert, const char *key,
 		snprintf(err, errlen, "out of memory");
 		return NULL;
 	}
+	pthread_mutex_init(&cl->lock, NULL);
+	SSL_CTX_set_app_data(cl->ctx, cl);
 	SSL_CTX_set_options(cl->ctx, SSL_OP_NO_RENEGOTIATION |
 	    SSL_OP_IGNORE_UNEXPECTED_EOF | SSL_OP_NO_COMPRESSION);
 	SSL_CTX_set_mode(cl->ctx, SSL_MODE_ENABLE_PARTIAL_WRITE |
 	    SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
 	SSL_CTX_set_read_ahead(cl->ctx, 1);
+	SSL_CTX_set_session_cache_mode(cl->ctx, SSL_SESS_CACHE_CLIENT |
+	    SSL_SESS_CACHE_NO_INTERNAL_STORE);
+	SSL_CTX_sess_set_new_cb(cl->ctx, tls_cli_new_session);
+	SSL_CTX_sess_set_remove_cb(cl->ctx, tls_cli_drop_session);
 	if (tls_ctx_versions(cl->ctx, NULL) == -1) {
 		tls_err(err, errlen, "tls", "versions");
 		goto fail;
@@ -561,7 +612,9 @@ tls_cli_free(struct tls_cli *cl)
 
 	for (; cl != NULL; cl = older) {
 		older = cl->older;
-		SSL_CTX_free(cl->ctx);
+		SSL_CTX_free(cl->ctx);	/* may call tls_cli_drop_session */
+		SSL_SESSION_free(cl->sess);
+		pthread_mutex_destroy(&cl->lock);
 		free(cl->server_name);
 		free(cl);
 	}
@@ -574,20 +627,33 @@ tls_cli_retire(struct tls_cli *cl, struct tls_cli *older)
 }
 
 struct ssl_st *
-tls_cli_ssl(struct tls_cli *cl)
+tls_cli_ssl(struct tls_cli *cl, const char *alpn)
 {
+	unsigned char wire[1 + 255];
+	size_t n = alpn != NULL ? strlen(alpn) : 0;
 	SSL *ssl;
 
-	if ((ssl = SSL_new(cl->ctx)) == NULL)
+	if (n > 255 || (ssl = SSL_new(cl->ctx)) == NULL)
 		return NULL;
 	if (cl->server_name != NULL &&
 	    (SSL_set_tlsext_host_name(ssl, cl->server_name) != 1 ||
-	    SSL_set1_host(ssl, cl->server_name) != 1)) {
-		SSL_free(ssl);
-		return NULL;
+	    SSL_set1_host(ssl, cl->server_name) != 1))
+		goto fail;
+	if (n > 0) {
+		wire[0] = (unsigned char)n;
+		memcpy(wire + 1, alpn, n);
+		if (SSL_set_alpn_protos(ssl, wire, (unsigned)n + 1) != 0)
+			goto fail;	/* 0 is success here */
 	}
+	pthread_mutex_lock(&cl->lock);
+	if (cl->sess != NULL)
+		(void)SSL_set_session(ssl, cl->sess);	/* its own ref */
+	pthread_mutex_unlock(&cl->lock);
 	SSL_set_connect_state(ssl);
 	return ssl;
+fail:
+	SSL_free(ssl);
+	return NULL;
 }
 
 /* Handshakes ------------------------------------------------------------- */
