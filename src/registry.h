@@ -86,7 +86,7 @@ struct reg_endpoint {
 	struct net_addr	 addr;		/* inproc: only text, "inproc:MODULE" */
 	char		 id[64];	/* replica id: "echo-0" or the address */
 	char		 protocol[8];	/* its upstream edge (upconn.h): "wire"
-					 * when empty, "http" */
+					 * when empty, "http", "h2c", "h2" */
 	struct reg_http	 http;		/* protocol "http" only */
 	struct reg_inproc inproc;	/* protocol "inproc" only */
 	_Atomic unsigned max_ongoing;	/* cap from the conf; a reload may
@@ -96,9 +96,10 @@ struct reg_endpoint {
 	_Atomic int	 pid;		/* spawned: current process, else 0 */
 	_Atomic unsigned restarts;	/* spawned: times restarted */
 	struct ep_stats	*stats;		/* [nworkers] */
-	/* The wire over TLS (a TCP endpoint of a deployment with "tls"), or
-	 * NULL.  Set on the main thread, read by workers at each connect;
-	 * one replaced by a reload stays allocated (tls_cli_retire). */
+	/* TLS toward it (a TCP endpoint of a deployment with "tls": the
+	 * wire, HTTP or HTTP/2 edge), or NULL.  Set on the main thread,
+	 * read by workers at each connect; one replaced by a reload stays
+	 * allocated (tls_cli_retire). */
 	struct tls_cli *_Atomic tls;
 };
 

@@ -74,6 +74,8 @@ registry_conf_opts(const struct conf_deployment *cd, struct reg_epopts *o)
 	}
 	if (cd->protocol == CONF_PROTO_H2C)
 		memcpy(o->protocol, "h2c", 4);
+	if (cd->protocol == CONF_PROTO_H2)
+		memcpy(o->protocol, "h2", 3);
 	if (cd->protocol != CONF_PROTO_HTTP)
 		return;
 	memcpy(o->protocol, "http", 5);
@@ -254,8 +256,9 @@ registry_http_port(const struct reg_plan *p, unsigned i, char *addr,
 
 /*
  * A TCP endpoint of a deployment with "tls" gets a client context (unix
- * sockets stay plain).  The one it had before stays allocated for a
- * worker that may be connecting with it now.
+ * sockets stay plain: conf refuses them for HTTP and HTTP/2).  The one it
+ * had before stays allocated for a worker that may be connecting with it
+ * now.
  */
 static int
 registry_plan_tls(struct reg_endpoint *ep, const struct conf_deployment *cd,
