@@ -610,6 +610,11 @@ sock_tls_shake(struct sock *s)
 		event_del(s->hs_timer);
 	tls_handshake_ok(s->ssl);
 	sock_arm_write(s, 0);
+	/* Output queued during the handshake (an HTTP pool's health check)
+	 * leaves now, wherever the handshake finished (the connect's own
+	 * step, when the server's answers are in already). */
+	if (evbuffer_get_length(s->out) > 0)
+		(void)sock_output(s);
 	if (!SSL_is_server(s->ssl) && s->cbs->connected != NULL)
 		s->cbs->connected(s->arg);
 	return s->dead ? -1 : 1;
