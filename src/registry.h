@@ -89,6 +89,11 @@ struct reg_endpoint {
 					 * when empty, "http", "h2c", "h2" */
 	struct reg_http	 http;		/* protocol "http" only */
 	struct reg_inproc inproc;	/* protocol "inproc" only */
+	/* The deployment's "tls" settings, hashed (0: none): part of the
+	 * identity, so deployments that reach one address with other TLS
+	 * settings (a client certificate or not) get their own connections,
+	 * and a reload that changes them, new ones. */
+	uint64_t	 tls_id;
 	_Atomic unsigned max_ongoing;	/* cap from the conf; a reload may
 					 * change it for the next connection */
 	/* Live figures: written only through registry_publish_* (below and
