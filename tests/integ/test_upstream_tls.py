@@ -7,16 +7,20 @@ server that does not select ALPN h2.  Certificates: test_tls's, made by
 the openssl CLI (a.pem: a.test and IP 127.0.0.1, signed by ca; ca2 signs
 nothing here)."""
 
+import os
 import socket
 import ssl
+import subprocess
 import threading
 import time
 import unittest
 
-from harness import Daemon, base_conf, metric, scrape, timeout, wait_until
+import harness
+from harness import (Daemon, base_conf, free_port, metric, scrape,
+    tcp_conns_to, timeout, wait_until)
 from http_backends import Nginx
 from test_tls import certs
-from test_upstream_h2c import Backend, grpc
+from test_upstream_h2c import NGHTTPD, Backend, grpc
 
 
 def tls_dep(address, protocol="http", ca="ca", server_name="a.test",
@@ -238,6 +242,43 @@ class Http2OverTls(unittest.TestCase):
 			    "state"], "ready")
 		self.assertGreaterEqual(len(shakes), 1)
 		self.assertEqual(set(shakes), {None})
+
+
+@unittest.skipIf(not os.access(NGHTTPD, os.X_OK), "nghttp2-server missing")
+class Http1ClientToH2OverTls(unittest.TestCase):
+
+	@timeout(30)
+	def test_nghttpd_over_tls(self):
+		"""nghttpd over TLS (its own ALPN h2) behind "h2": an HTTP/1.1
+		client's requests arrive as https (:scheme, in nghttpd's -v
+		log), bodies intact, all on one upstream connection."""
+		root = harness.log_path("nghttpd")[:-4] + ".root"
+		os.makedirs(root, exist_ok=True)
+		body = os.urandom(300000)
+		with open(os.path.join(root, "f.bin"), "wb") as f:
+			f.write(body)
+		port = free_port()
+		path = harness.log_path("nghttpd")
+		log = open(path, "wb")
+		proc = subprocess.Popen([NGHTTPD, "-v", "-d", root, "-a",
+		    "127.0.0.1", str(port), certs()["a"][1], certs()["a"][0]],
+		    stdout=log, stderr=log, stdin=subprocess.DEVNULL)
+		harness._register(proc)
+		self.addCleanup(harness.stop_proc, proc)
+		with Daemon(conf=conf_for({"web": tls_dep("127.0.0.1:%d" %
+		    port, protocol="h2")})) as d:
+			wait_until(lambda: d.request("GET", "/web/f.bin").status
+			    == 200, timeout=5)
+			with d.conn() as conn:
+				for _ in range(10):
+					r = conn.request("GET", "/web/f.bin")
+					self.assertEqual(r.status, 200)
+					self.assertEqual(r.body, body)
+			self.assertEqual(tcp_conns_to(port), 1)
+		with open(path, "rb") as f:
+			text = f.read()
+		self.assertTrue(b":scheme: https\n" in text and
+		    b":scheme: http\n" not in text, "see " + path)
 
 
 class Conf(unittest.TestCase):
