@@ -51,7 +51,7 @@ struct tls_cli {
 	char		*server_name;
 	struct tls_cli	*older;		/* replaced, maybe still in use */
 	pthread_mutex_t	 lock;		/* sess: every worker connects */
-	SSL_SESSION	*sess;		/* the newest resumable session */
+	SSL_SESSION	*sess;		/* a copy of the newest session */
 };
 
 /* Ticket keys: [0] encrypts, [1] (the one before) still decrypts. */
@@ -515,46 +515,49 @@ tls_slot_ssl(struct tls_slot *sl, double *timeout)
 /* Client side ------------------------------------------------------------ */
 
 /*
- * Client sessions: the newest resumable session a server gave (a TLS 1.3
- * ticket, or a TLS 1.2 session) is offered by every next connection of
- * this context, in any worker, as nginx's proxy_ssl_session_reuse does;
- * so a pool that opens connections pays one full handshake, not one per
- * connection.  A server that refuses it makes a full handshake and a
- * fresh session.  A context is one replica address with one CA and name,
- * so a session is never offered to another server.
+ * Client sessions: a copy of the newest session a server gave is offered
+ * by every next connection of this context (one replica address, one CA
+ * and name), in any worker, as nginx's proxy_ssl_session_reuse does, so a
+ * pool that opens connections pays one full handshake, not one each.
+ * Copies, because OpenSSL marks the session a TLS 1.3 handshake used as
+ * spent in the object itself when it ends (RFC 8446 C.4): one shared
+ * object would resume only the first of a burst (nginx's client does
+ * that), and the mark would be written under other threads.  Stateless
+ * ticket servers (OpenSSL, nginx, Go) take a ticket more than once; any
+ * other makes a full handshake and gives a fresh session.
  */
 static int
 tls_cli_new_session(SSL *ssl, SSL_SESSION *sess)
 {
 	struct tls_cli *cl = SSL_CTX_get_app_data(SSL_get_SSL_CTX(ssl));
-	SSL_SESSION *old;
+	SSL_SESSION *copy, *old;
 
-	if (cl == NULL || !SSL_SESSION_is_resumable(sess))
+	if (cl == NULL || !SSL_SESSION_is_resumable(sess) ||
+	    (copy = SSL_SESSION_dup(sess)) == NULL)
 		return 0;
 	pthread_mutex_lock(&cl->lock);
 	old = cl->sess;
-	cl->sess = sess;
+	cl->sess = copy;
 	pthread_mutex_unlock(&cl->lock);
 	SSL_SESSION_free(old);
-	return 1;		/* the reference is ours */
+	return 0;		/* the connection keeps sess; we keep the copy */
 }
 
-/* OpenSSL gave up on a session (a failed handshake that offered it). */
-static void
-tls_cli_drop_session(SSL_CTX *ctx, SSL_SESSION *sess)
+/* A copy of the newest session for one connection, or NULL. */
+static SSL_SESSION *
+tls_cli_session(struct tls_cli *cl)
 {
-	struct tls_cli *cl = SSL_CTX_get_app_data(ctx);
-	SSL_SESSION *old = NULL;
+	SSL_SESSION *kept, *copy;
 
-	if (cl == NULL)
-		return;
 	pthread_mutex_lock(&cl->lock);
-	if (cl->sess == sess) {
-		old = cl->sess;
-		cl->sess = NULL;
-	}
+	if ((kept = cl->sess) != NULL)
+		SSL_SESSION_up_ref(kept);
 	pthread_mutex_unlock(&cl->lock);
-	SSL_SESSION_free(old);
+	if (kept == NULL)
+		return NULL;
+	copy = SSL_SESSION_dup(kept);	/* kept is never written: no lock */
+	SSL_SESSION_free(kept);
+	return copy;
 }
 
 struct tls_cli *
@@ -579,7 +582,6 @@ tls_cli_new(const char *ca, const char *cert, const char *key,
 	SSL_CTX_set_session_cache_mode(cl->ctx, SSL_SESS_CACHE_CLIENT |
 	    SSL_SESS_CACHE_NO_INTERNAL_STORE);
 	SSL_CTX_sess_set_new_cb(cl->ctx, tls_cli_new_session);
-	SSL_CTX_sess_set_remove_cb(cl->ctx, tls_cli_drop_session);
 	if (tls_ctx_versions(cl->ctx, NULL) == -1) {
 		tls_err(err, errlen, "tls", "versions");
 		goto fail;
@@ -612,7 +614,7 @@ tls_cli_free(struct tls_cli *cl)
 
 	for (; cl != NULL; cl = older) {
 		older = cl->older;
-		SSL_CTX_free(cl->ctx);	/* may call tls_cli_drop_session */
+		SSL_CTX_free(cl->ctx);
 		SSL_SESSION_free(cl->sess);
 		pthread_mutex_destroy(&cl->lock);
 		free(cl->server_name);
@@ -631,6 +633,7 @@ tls_cli_ssl(struct tls_cli *cl, const char *alpn)
 {
 	unsigned char wire[1 + 255];
 	size_t n = alpn != NULL ? strlen(alpn) : 0;
+	SSL_SESSION *sess;
 	SSL *ssl;
 
 	if (n > 255 || (ssl = SSL_new(cl->ctx)) == NULL)
@@ -645,10 +648,10 @@ tls_cli_ssl(struct tls_cli *cl, const char *alpn)
 		if (SSL_set_alpn_protos(ssl, wire, (unsigned)n + 1) != 0)
 			goto fail;	/* 0 is success here */
 	}
-	pthread_mutex_lock(&cl->lock);
-	if (cl->sess != NULL)
-		(void)SSL_set_session(ssl, cl->sess);	/* its own ref */
-	pthread_mutex_unlock(&cl->lock);
+	if ((sess = tls_cli_session(cl)) != NULL) {
+		(void)SSL_set_session(ssl, sess);	/* its own ref */
+		SSL_SESSION_free(sess);
+	}
 	SSL_set_connect_state(ssl);
 	return ssl;
 fail:
