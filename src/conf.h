@@ -73,7 +73,8 @@ struct conf_tls {
 	int		 session_tickets;
 };
 
-/* A deployment's wire over TLS (TCP endpoints only). */
+/* A deployment's replicas over TLS (TCP endpoints only): the wire, HTTP
+ * ("http") or HTTP/2 ("h2"). */
 struct conf_upstream_tls {
 	char		*ca;		/* verify the replica with this CA */
 	char		*cert;		/* and present this (mutual TLS) */
@@ -118,6 +119,7 @@ enum conf_protocol {
 	CONF_PROTO_WIRE,		/* ingressd's wire protocol (default) */
 	CONF_PROTO_HTTP,		/* plain HTTP/1.1 servers */
 	CONF_PROTO_H2C,			/* HTTP/2 servers, cleartext */
+	CONF_PROTO_H2,			/* HTTP/2 servers over TLS ("tls") */
 };
 
 /* protocol http only: active and passive health, keep-alive pool. */

@@ -321,6 +321,38 @@ conf_name_ok(const char *s)
 	    "0123456789._-") == len);
 }
 
+/*
+ * "tls" toward HTTP and HTTP/2 servers: only where the registry makes a
+ * client context, TCP addresses of "endpoints" or "spawn" (never silently
+ * in cleartext).  "h2" is HTTP/2 over TLS and "h2c" HTTP/2 in cleartext
+ * (RFC 9113's names), so one needs "tls" and the other refuses it.
+ */
+static int
+conf_deployment_tls(struct conf_ctx *ctx, const struct conf_deployment *d)
+{
+	unsigned i;
+
+	if (d->protocol == CONF_PROTO_H2 && d->tls == NULL)
+		return (conf_error(ctx, "\"protocol\": \"h2\" is HTTP/2 over "
+		    "TLS and needs \"tls\" (\"h2c\" is HTTP/2 in cleartext)"));
+	if (d->protocol == CONF_PROTO_H2C && d->tls != NULL)
+		return (conf_error(ctx, "\"protocol\": \"h2c\" is HTTP/2 in "
+		    "cleartext: with \"tls\" write \"protocol\": \"h2\""));
+	if (d->tls == NULL || d->protocol == CONF_PROTO_WIRE ||
+	    d->source == CONF_INPROC)
+		return (0);
+	if (d->source == CONF_DNS || d->source == CONF_DNS_SRV)
+		return (conf_error(ctx, "\"tls\" toward HTTP servers needs "
+		    "\"endpoints\" or \"spawn\" (replicas found by DNS are "
+		    "not reached over TLS yet)"));
+	for (i = 0; i < d->nendpoints; i++)
+		if (strncmp(d->endpoints[i], "unix:", 5) == 0)
+			return (conf_error(ctx, "\"tls\": endpoint \"%s\" is a "
+			    "unix socket (TLS is for TCP endpoints)",
+			    d->endpoints[i]));
+	return (0);
+}
+
 /* Fill one deployment; per-deployment timeouts default to the global ones. */
 static int
 conf_deployment(struct conf_ctx *ctx, struct conf_deployment *d,
@@ -348,9 +380,6 @@ conf_deployment(struct conf_ctx *ctx, struct conf_deployment *d,
 		return (conf_error(ctx, "\"health\", \"idle_timeout\", "
 		    "\"max_consecutive_5xx\" and \"retry_idempotent\" need "
 		    "\"protocol\": \"http\""));
-	if (d->protocol == CONF_PROTO_HTTP && json_object_get(v, "tls"))
-		return (conf_error(ctx, "\"tls\" is for the wire protocol: "
-		    "HTTP replicas over TLS are not supported yet"));
 	spawn = json_object_get(v, "spawn");
 	endpoints = json_object_get(v, "endpoints");
 	dns = json_object_get(v, "dns");
@@ -367,6 +396,8 @@ conf_deployment(struct conf_ctx *ctx, struct conf_deployment *d,
 	d->source = spawn != NULL ? CONF_SPAWN : endpoints != NULL ?
 	    CONF_ENDPOINTS : dns != NULL ? CONF_DNS : srv != NULL ?
 	    CONF_DNS_SRV : CONF_INPROC;
+	if (conf_deployment_tls(ctx, d) == -1)
+		return (-1);
 	if (d->source == CONF_INPROC)
 		d->replicas = 1;	/* one instance in each worker */
 	if (d->source == CONF_ENDPOINTS)
@@ -409,7 +440,7 @@ conf_deployments(struct conf_ctx *ctx, const struct conf_key *k, json_t *v,
 	return (0);
 }
 
-/* "wire" (the default), "http" or "h2c". */
+/* "wire" (the default), "http", "h2c" or "h2". */
 static int
 conf_protocol(struct conf_ctx *ctx, const struct conf_key *k, json_t *v,
     void *base)
@@ -422,9 +453,11 @@ conf_protocol(struct conf_ctx *ctx, const struct conf_key *k, json_t *v,
 		*(enum conf_protocol *)((char *)base + k->off) = CONF_PROTO_HTTP;
 	else if (strcmp(s, "h2c") == 0)
 		*(enum conf_protocol *)((char *)base + k->off) = CONF_PROTO_H2C;
+	else if (strcmp(s, "h2") == 0)
+		*(enum conf_protocol *)((char *)base + k->off) = CONF_PROTO_H2;
 	else
-		return (conf_error(ctx, "must be \"wire\", \"http\" or "
-		    "\"h2c\""));
+		return (conf_error(ctx, "must be \"wire\", \"http\", \"h2c\" "
+		    "or \"h2\""));
 	return (0);
 }
 

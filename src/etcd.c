@@ -614,7 +614,7 @@ etcd_tls_conn(struct etcd *e, const char *host, ev_uint16_t port)
 	struct bufferevent *bev;
 	SSL *ssl;
 
-	if ((ssl = tls_cli_ssl(e->tls)) == NULL)
+	if ((ssl = tls_cli_ssl(e->tls, NULL)) == NULL)
 		return NULL;
 	if ((bev = bufferevent_openssl_socket_new(e->base, -1, ssl,
 	    BUFFEREVENT_SSL_CONNECTING, BEV_OPT_CLOSE_ON_FREE |

@@ -253,7 +253,8 @@ etcd_kv_handshake(struct etcd_peer *p, int fd, const char *endpoint,
 	int rv;
 
 	ERR_clear_error();
-	if ((ssl = tls_cli_ssl(p->tls)) == NULL || SSL_set_fd(ssl, fd) != 1) {
+	if ((ssl = tls_cli_ssl(p->tls, NULL)) == NULL ||
+	    SSL_set_fd(ssl, fd) != 1) {
 		SSL_free(ssl);
 		snprintf(err, errlen, "etcd %s: out of memory", endpoint);
 		return NULL;

@@ -509,6 +509,7 @@ h2up_pool_free(struct wctx *w)
 
 static const struct upconn_ops h2up_ops = {
 	.protocol = "h2c",
+	.alias = "h2",		/* the same edge; its endpoints have "tls" */
 	.get = h2up_get,
 	.watch = h2up_watch,
 	.unwatch = h2up_unwatch,

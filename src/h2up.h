@@ -1,8 +1,9 @@
 /*
  * h2up.h -- the HTTP/2 upstream edge: replicas that are HTTP/2 servers
  * spoken to in cleartext with prior knowledge (a deployment's "protocol":
- * "h2c"), gRPC servers above all, behind the same interface as the wire
- * and HTTP/1.1 edges (upconn.h).
+ * "h2c") or over TLS with ALPN h2 ("h2", with "tls"), gRPC servers above
+ * all, behind the same interface as the wire and HTTP/1.1 edges
+ * (upconn.h).
  *
  * Each worker keeps one connection per replica address and multiplexes
  * requests on it as HTTP/2 streams: at most max_ongoing_requests (and the
@@ -17,8 +18,8 @@
 #ifndef INGRESSD_H2UP_H
 #define INGRESSD_H2UP_H
 
-/* Register the edge under "h2c" (main thread, before workers start).
- * 0 or -1. */
+/* Register the edge under "h2c" and "h2" (main thread, before workers
+ * start).  0 or -1. */
 int		 h2up_register(void);
 
 #endif

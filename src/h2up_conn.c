@@ -12,6 +12,11 @@
  * client cannot stall the others); a stream's window only as its bytes
  * leave for the client (the carrier's window, h2up_stream.c).
  *
+ * TLS ("protocol": "h2"): the same session over sock.c's TLS mode, ALPN
+ * h2 offered and required (RFC 9113 section 3.2: a server that picks
+ * anything else would read our preface as garbage), the replica verified
+ * with the endpoint's client context (tls.c), which also resumes.
+ *
  * Lifetime: closing marks the connection dead, frees the socket, takes
  * every stream out of nghttp2's hands and tells the replica; the session
  * and the struct are freed from the deferred resume event, never inside
@@ -31,6 +36,7 @@
 #include "net.h"
 #include "registry_publish.h"
 #include "sock.h"
+#include "tls.h"
 #include "wctx.h"
 #include "wire.h"
 
@@ -239,6 +245,20 @@ h2up_conn_resume_cb(evutil_socket_t fd, short ev, void *arg)
 	h2up_conn_pass(c);
 }
 
+/* A TLS endpoint's client SSL on c's sock, before it connects. */
+static int
+h2up_conn_tls(struct h2up_conn *c)
+{
+	struct tls_cli *cl = atomic_load(&c->pool->ep->tls);
+	struct ssl_st *ssl;
+
+	if (cl == NULL)
+		return 0;
+	if ((ssl = tls_cli_ssl(cl, "h2")) == NULL)
+		return -1;
+	return sock_tls_connect(c->sock, ssl, 0);
+}
+
 struct h2up_conn *
 h2up_conn_open(struct h2up *h)
 {
@@ -257,8 +277,9 @@ h2up_conn_open(struct h2up *h)
 		return NULL;
 	}
 	sock_set_limits(c->sock, H2UP_READ_MAX, H2UP_OUT_LOW);
-	if (sock_connect(c->sock, (struct sockaddr *)&h->ep->addr.ss,
-	    (socklen_t)h->ep->addr.len) == -1) {
+	if (h2up_conn_tls(c) == -1 || sock_connect(c->sock,
+	    (struct sockaddr *)&h->ep->addr.ss, (socklen_t)h->ep->addr.len) ==
+	    -1) {
 		h2up_conn_free(c);
 		return NULL;
 	}
@@ -397,13 +418,40 @@ h2up_conn_drained_cb(void *arg)
 	h2up_schedule(arg);
 }
 
+/* Over TLS: 1 if the server selected h2, else 0 and why. */
+static int
+h2up_conn_alpn(struct h2up_conn *c, char *why, size_t len)
+{
+	struct ssl_st *ssl = sock_ssl(c->sock);
+	const char *p;
+	size_t n;
+
+	if (ssl == NULL)
+		return 1;
+	if ((p = tls_alpn(ssl, &n)) != NULL && n == 2 && memcmp(p, "h2",
+	    2) == 0)
+		return 1;
+	if (p == NULL)
+		snprintf(why, len, "TLS: the server selected no ALPN protocol "
+		    "(h2 needed)");
+	else
+		snprintf(why, len, "TLS: the server selected ALPN \"%.*s\" "
+		    "(h2 needed)", (int)(n < 64 ? n : 64), p);
+	return 0;
+}
+
 /* Connected: our preface, SETTINGS and the PING that proves the server. */
 static void
 h2up_conn_connected_cb(void *arg)
 {
 	struct h2up_conn *c = arg;
+	char why[128];
 
 	c->connected = 1;
+	if (!h2up_conn_alpn(c, why, sizeof(why))) {
+		h2up_conn_close(c, why, 1);	/* logged as not ready */
+		return;
+	}
 	if (c->pool->ep->addr.ss.ss_family != AF_UNIX)
 		net_nodelay(sock_fd(c->sock));
 	h2up_conn_ping(c);
@@ -414,9 +462,13 @@ static void
 h2up_conn_error_cb(void *arg, int eof)
 {
 	struct h2up_conn *c = arg;
-	char why[160];
+	const char *tls = sock_tls_error(c->sock);
+	char why[200];
 
-	if (!c->connected)
+	if (tls[0] != '\0')
+		snprintf(why, sizeof(why), "%sTLS: %s", c->connected ? "" :
+		    "cannot connect: ", tls);
+	else if (!c->connected)
 		snprintf(why, sizeof(why), "cannot connect: %s",
 		    eof ? "closed" : strerror(errno));
 	else

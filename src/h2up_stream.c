@@ -4,10 +4,12 @@
  * the carrier, and the response (head, body, trailers) to the stream.
  *
  * The head is made from the stream's protocol-free REQUEST (the same the
- * other edges decode): :method, :scheme http, :authority from the request's
- * Host (the replica's address when there is none), :path; the end-to-end
- * fields with names lowercased, hop-by-hop ones dropped (hfield.h), and
- * "te: trailers" for gRPC, which HTTP/2 allows and gRPC servers expect.
+ * other edges decode): :method, :scheme (https on a TLS connection, RFC
+ * 9113 8.3.1: the scheme the server is reached by; else http),
+ * :authority from the request's Host (the replica's address when there
+ * is none), :path; the end-to-end fields with names lowercased, hop-by-hop
+ * ones dropped (hfield.h), and "te: trailers" for gRPC, which HTTP/2
+ * allows and gRPC servers expect.
  *
  * Credit: request body the stream sends waits here until nghttp2 takes it
  * (within the server's window); what nghttp2 took goes back to the stream
@@ -122,7 +124,7 @@ h2ups_skip(const struct wire_field *f)
 
 static int
 h2ups_head(struct h2ups_nva *a, const struct wire_request *wr,
-    const char *authority)
+    const char *authority, int tls)
 {
 	const char *auth = authority;
 	size_t alen = strlen(authority);
@@ -145,7 +147,7 @@ h2ups_head(struct h2ups_nva *a, const struct wire_request *wr,
 			    wr->fields[i].value.p, "application/grpc", 16) == 0;
 	}
 	h2ups_nva_add(a, ":method", 7, wr->method.p, wr->method.len);
-	h2ups_nva_add(a, ":scheme", 7, "http", 4);
+	h2ups_nva_add(a, ":scheme", 7, tls ? "https" : "http", tls ? 5 : 4);
 	h2ups_nva_add(a, ":authority", 10, auth, alen);
 	h2ups_nva_add(a, ":path", 5, wr->target.p, wr->target.len);
 	for (i = 0; i < wr->nfields; i++) {
@@ -215,7 +217,8 @@ h2ups_send_head(struct h2ups *s, struct evbuffer *tmp)
 		return -2;
 	if ((a = malloc(sizeof(*a))) == NULL)
 		return -1;
-	if (h2ups_head(a, &wr, s->c->pool->authority) == -1) {
+	if (h2ups_head(a, &wr, s->c->pool->authority,
+	    sock_ssl(s->c->sock) != NULL) == -1) {
 		free(a);
 		return -1;
 	}

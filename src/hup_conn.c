@@ -9,6 +9,12 @@
  * read (no credit: reading stops and TCP pushes back on the server);
  * request credit goes back to the stream as the socket's output drains.
  *
+ * TLS (a deployment's "tls"): the same connection over sock.c's TLS mode,
+ * ALPN http/1.1, the replica verified as the wire edge does it (tls.c's
+ * client context for the endpoint, which also offers the last session so
+ * a pool refill resumes); connected means the handshake is done, within
+ * timeouts.connect.
+ *
  * Lifetime: the pool owns a connection.  Closing it frees the socket
  * (deferred by sock.c when inside its callback) and hands the struct to
  * the pool's dead list, freed from a deferred event: a read loop that a
@@ -32,6 +38,7 @@
 #include "registry_publish.h"
 #include "sock.h"
 #include "stream.h"
+#include "tls.h"
 #include "wire.h"
 #include "wctx.h"
 
@@ -83,6 +90,20 @@ hup_conn_on_body(void *arg, const char *p, size_t n)
 	c->seg_done = off + n;
 }
 
+/* A TLS endpoint's client SSL on c's sock, before it connects. */
+static int
+hup_conn_tls(struct hup_conn *c)
+{
+	struct tls_cli *cl = atomic_load(&c->pool->ep->tls);
+	struct ssl_st *ssl;
+
+	if (cl == NULL)
+		return 0;
+	if ((ssl = tls_cli_ssl(cl, "http/1.1")) == NULL)
+		return -1;
+	return sock_tls_connect(c->sock, ssl, 0);
+}
+
 struct hup_conn *
 hup_conn_open(struct hup *h)
 {
@@ -99,8 +120,9 @@ hup_conn_open(struct hup *h)
 		return NULL;
 	}
 	sock_set_limits(c->sock, HUP_READ_MAX, HUP_WRITE_LOW);
-	if (sock_connect(c->sock, (struct sockaddr *)&h->ep->addr.ss,
-	    (socklen_t)h->ep->addr.len) == -1) {
+	if (hup_conn_tls(c) == -1 || sock_connect(c->sock,
+	    (struct sockaddr *)&h->ep->addr.ss, (socklen_t)h->ep->addr.len) ==
+	    -1) {
 		hup_conn_free(c);
 		return NULL;
 	}
@@ -306,8 +328,7 @@ hup_conn_stray(struct hup_conn *c, const char *what)
 int
 hup_conn_usable(struct hup_conn *c)
 {
-	char b;
-	ssize_t n;
+	int n;
 
 	if (sock_input_len(c->sock) > 0) {
 		hup_conn_stray(c, "bytes");
@@ -315,15 +336,13 @@ hup_conn_usable(struct hup_conn *c)
 	}
 	if (monotime_coarse() - c->idle_since < HUP_PEEK_AFTER)
 		return 1;
-	n = recv(sock_fd(c->sock), &b, 1, MSG_PEEK | MSG_DONTWAIT);
-	if (n == -1 && (errno == EAGAIN || errno == EWOULDBLOCK ||
-	    errno == EINTR))
+	if ((n = sock_peek_idle(c->sock)) == 0)
 		return 1;
 	if (n > 0)
 		hup_conn_stray(c, "bytes");
 	else
-		hup_conn_close(c, 0, n == 0 ? "connection closed by replica" :
-		    strerror(errno));
+		hup_conn_close(c, 0, errno == 0 ?
+		    "connection closed by replica" : strerror(errno));
 	return 0;
 }
 
@@ -507,14 +526,21 @@ static void
 hup_conn_error_cb(void *arg, int eof)
 {
 	struct hup_conn *c = arg;
-	char why[160];
+	const char *tls = sock_tls_error(c->sock);
+	char why[200];
 
 	if (eof && c->job != HJ_NONE && c->status != 0 &&
 	    hup_parse_eof(c->parse) == HUP_DONE) {
 		hup_conn_finish(c);	/* a body read until close */
 		return;
 	}
-	if (!c->connected)
+	/* A TLS failure says OpenSSL's reason: a handshake's (a replica
+	 * certificate that does not verify), or an alert after it (TLS 1.3
+	 * servers refuse a client certificate once our handshake is done). */
+	if (tls[0] != '\0')
+		snprintf(why, sizeof(why), "%sTLS: %s", c->connected ? "" :
+		    "cannot connect: ", tls);
+	else if (!c->connected)
 		snprintf(why, sizeof(why), "cannot connect: %s",
 		    eof ? "closed" : strerror(errno));
 	else

@@ -178,7 +178,7 @@ registry_set_notify(struct registry *r, reg_notify_fn fn, void *arg)
 
 /* Building blocks for reloads and registration ------------------------ */
 
-/* Same address, protocol and protocol settings. */
+/* Same address, protocol and protocol settings (TLS included). */
 static int
 registry_same_endpoint(const struct reg_endpoint *ep, const char *text,
     const struct reg_epopts *o)
@@ -186,7 +186,7 @@ registry_same_endpoint(const struct reg_endpoint *ep, const char *text,
 	const struct reg_http *a = &ep->http, *b = &o->http;
 
 	if (strcmp(ep->addr.text, text) != 0 ||
-	    strcmp(ep->protocol, o->protocol) != 0 ||
+	    strcmp(ep->protocol, o->protocol) != 0 || ep->tls_id != o->tls_id ||
 	    memcmp(&ep->inproc, &o->inproc, sizeof(o->inproc)) != 0)
 		return 0;
 	return strcmp(a->health_path, b->health_path) == 0 &&
@@ -237,6 +237,7 @@ registry_plan_endpoint(struct registry *r, struct reg_endpoint ***fresh,
 	memcpy(ep->protocol, opts->protocol, sizeof(ep->protocol));
 	ep->http = opts->http;
 	ep->inproc = opts->inproc;
+	ep->tls_id = opts->tls_id;
 	nf[(*nfresh)++] = ep;
 	return ep;
 }

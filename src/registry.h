@@ -86,9 +86,14 @@ struct reg_endpoint {
 	struct net_addr	 addr;		/* inproc: only text, "inproc:MODULE" */
 	char		 id[64];	/* replica id: "echo-0" or the address */
 	char		 protocol[8];	/* its upstream edge (upconn.h): "wire"
-					 * when empty, "http" */
+					 * when empty, "http", "h2c", "h2" */
 	struct reg_http	 http;		/* protocol "http" only */
 	struct reg_inproc inproc;	/* protocol "inproc" only */
+	/* The deployment's "tls" settings, hashed (0: none): part of the
+	 * identity, so deployments that reach one address with other TLS
+	 * settings (a client certificate or not) get their own connections,
+	 * and a reload that changes them, new ones. */
+	uint64_t	 tls_id;
 	_Atomic unsigned max_ongoing;	/* cap from the conf; a reload may
 					 * change it for the next connection */
 	/* Live figures: written only through registry_publish_* (below and
@@ -96,9 +101,10 @@ struct reg_endpoint {
 	_Atomic int	 pid;		/* spawned: current process, else 0 */
 	_Atomic unsigned restarts;	/* spawned: times restarted */
 	struct ep_stats	*stats;		/* [nworkers] */
-	/* The wire over TLS (a TCP endpoint of a deployment with "tls"), or
-	 * NULL.  Set on the main thread, read by workers at each connect;
-	 * one replaced by a reload stays allocated (tls_cli_retire). */
+	/* TLS toward it (a TCP endpoint of a deployment with "tls": the
+	 * wire, HTTP or HTTP/2 edge), or NULL.  Set on the main thread,
+	 * read by workers at each connect; one replaced by a reload stays
+	 * allocated (tls_cli_retire). */
 	struct tls_cli *_Atomic tls;
 };
 

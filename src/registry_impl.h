@@ -18,6 +18,7 @@
 /* How a deployment's endpoints are spoken to (registry_plan_endpoint). */
 struct reg_epopts {
 	char		 protocol[8];	/* "" (wire), "http" or "inproc" */
+	uint64_t	 tls_id;	/* reg_endpoint's */
 	struct reg_http	 http;
 	struct reg_inproc inproc;
 };

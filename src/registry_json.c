@@ -27,7 +27,8 @@ registry_replica_json(const struct reg_replica_figures *f)
 		    "protocol", f->protocol, "weight", (int)f->weight,
 		    "priority", (int)f->priority));
 	/* HTTP replicas: active checks and the keep-alive pool. */
-	if (o != NULL && strcmp(f->protocol, "h2c") == 0)
+	if (o != NULL && (strcmp(f->protocol, "h2c") == 0 ||
+	    strcmp(f->protocol, "h2") == 0))
 		json_object_update_new(o, json_pack("{s:i, s:i}",
 		    "connections_open", (int)f->conns_open,
 		    "connections_idle", (int)f->conns_idle));

@@ -64,6 +64,31 @@ registry_conf_inproc(const struct conf_deployment *cd, struct reg_epopts *o)
 	}
 }
 
+/* The deployment's "tls" as an endpoint's tls_id: FNV-1a (64 bits) over
+ * its four settings, never 0 (0 is none). */
+static uint64_t
+registry_tls_id(const struct conf_upstream_tls *t)
+{
+	const char *f[4];
+	uint64_t h = 14695981039346656037ull;
+	const char *p;
+	int i;
+
+	if (t == NULL)
+		return 0;
+	f[0] = t->ca;
+	f[1] = t->cert;
+	f[2] = t->key;
+	f[3] = t->server_name;
+	for (i = 0; i < 4; i++) {
+		for (p = f[i] != NULL ? f[i] : ""; *p != '\0'; p++)
+			h = (h ^ (unsigned char)*p) * 1099511628211ull;
+		h = (h ^ (unsigned char)(f[i] != NULL ? 0xff : 0xfe)) *
+		    1099511628211ull;	/* a field's end, NULL apart */
+	}
+	return h != 0 ? h : 1;
+}
+
 /* How the deployment's endpoints are spoken to, from its conf. */
 static void
 registry_conf_opts(const struct conf_deployment *cd, struct reg_epopts *o)
@@ -73,8 +98,11 @@ registry_conf_opts(const struct conf_deployment *cd, struct reg_epopts *o)
 		registry_conf_inproc(cd, o);
 		return;
 	}
+	o->tls_id = registry_tls_id(cd->tls);
 	if (cd->protocol == CONF_PROTO_H2C)
 		memcpy(o->protocol, "h2c", 4);
+	if (cd->protocol == CONF_PROTO_H2)
+		memcpy(o->protocol, "h2", 3);
 	if (cd->protocol != CONF_PROTO_HTTP)
 		return;
 	memcpy(o->protocol, "http", 5);
@@ -99,15 +127,15 @@ registry_opts_text(const struct conf_deployment *cd)
 	char *s;
 
 	registry_conf_opts(cd, &o);
-	if (o.protocol[0] == '\0')
+	if (o.protocol[0] == '\0' && o.tls_id == 0)
 		return strdup("");
 	if (cd->source == CONF_INPROC)
 		return strdup("");	/* the argv text says it all */
-	if (asprintf(&s, "\n#%s %s %g %g %g %u %d %d", o.protocol,
+	if (asprintf(&s, "\n#%s %s %g %g %g %u %d %d %llx", o.protocol,
 	    o.http.health_path,
 	    o.http.health_interval, o.http.health_timeout,
 	    o.http.idle_timeout, o.http.max_5xx, o.http.prewarm,
-	    o.http.retry_idempotent) == -1)
+	    o.http.retry_idempotent, (unsigned long long)o.tls_id) == -1)
 		return NULL;
 	return s;
 }
@@ -257,8 +285,9 @@ registry_http_port(const struct reg_plan *p, unsigned i, char *addr,
 
 /*
  * A TCP endpoint of a deployment with "tls" gets a client context (unix
- * sockets stay plain).  The one it had before stays allocated for a
- * worker that may be connecting with it now.
+ * sockets stay plain: conf refuses them for HTTP and HTTP/2).  The one it
+ * had before stays allocated for a worker that may be connecting with it
+ * now.
  */
 static int
 registry_plan_tls(struct reg_endpoint *ep, const struct conf_deployment *cd,

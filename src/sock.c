@@ -286,6 +286,47 @@ sock_write_now(struct sock *s)
 		(void)evbuffer_write_atmost(s->out, s->fd, -1);
 }
 
+int
+sock_peek_idle(struct sock *s)
+{
+	char b;
+	size_t n;
+	ssize_t r;
+	int e;
+
+	if (s->fd < 0 || s->failed || s->handshaking) {
+		errno = s->failed ? EPIPE : ENOTCONN;
+		return -1;
+	}
+	if (s->ssl == NULL) {
+		if ((r = recv(s->fd, &b, 1, MSG_PEEK | MSG_DONTWAIT)) > 0)
+			return 1;
+		if (r == 0)
+			errno = 0;
+		else if (errno == EAGAIN || errno == EWOULDBLOCK ||
+		    errno == EINTR)
+			return 0;
+		return -1;
+	}
+	ERR_clear_error();
+	if (SSL_peek_ex(s->ssl, &b, 1, &n) == 1)
+		return 1;
+	e = SSL_get_error(s->ssl, 0);
+	if (e == SSL_ERROR_WANT_READ || e == SSL_ERROR_WANT_WRITE)
+		return 0;
+	if (e == SSL_ERROR_ZERO_RETURN || (e == SSL_ERROR_SYSCALL &&
+	    errno == 0)) {
+		errno = 0;
+		return -1;
+	}
+	if (e != SSL_ERROR_SYSCALL) {
+		(void)tls_fail_reason(s->ssl, e, s->tls_err,
+		    sizeof(s->tls_err));
+		errno = EPROTO;
+	}
+	return -1;
+}
+
 /* Callbacks ------------------------------------------------------------ */
 
 static void
@@ -569,6 +610,11 @@ sock_tls_shake(struct sock *s)
 		event_del(s->hs_timer);
 	tls_handshake_ok(s->ssl);
 	sock_arm_write(s, 0);
+	/* Output queued during the handshake (an HTTP pool's health check)
+	 * leaves now, wherever the handshake finished (the connect's own
+	 * step, when the server's answers are in already). */
+	if (evbuffer_get_length(s->out) > 0)
+		(void)sock_output(s);
 	if (!SSL_is_server(s->ssl) && s->cbs->connected != NULL)
 		s->cbs->connected(s->arg);
 	return s->dead ? -1 : 1;

@@ -60,6 +60,11 @@ size_t		 sock_output_len(const struct sock *);
 size_t		 sock_input_len(const struct sock *);
 /* Write what can be written now, without callbacks (a last GOAWAY). */
 void		 sock_write_now(struct sock *);
+/* An idle socket looked at, without blocking and without callbacks:
+ * 0 nothing came, 1 bytes came, -1 closed (errno 0) or failed (errno).
+ * In TLS mode records are processed first, so a session ticket or a key
+ * update is not taken for bytes, and a close_notify is a close. */
+int		 sock_peek_idle(struct sock *);
 /* Want input (the default) or not: pausing leaves it to TCP to push back. */
 void		 sock_read_enable(struct sock *, int on);
 int		 sock_fd(const struct sock *);

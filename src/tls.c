@@ -50,6 +50,8 @@ struct tls_cli {
 	SSL_CTX		*ctx;
 	char		*server_name;
 	struct tls_cli	*older;		/* replaced, maybe still in use */
+	pthread_mutex_t	 lock;		/* sess: every worker connects */
+	SSL_SESSION	*sess;		/* a copy of the newest session */
 };
 
 /* Ticket keys: [0] encrypts, [1] (the one before) still decrypts. */
@@ -512,6 +514,52 @@ tls_slot_ssl(struct tls_slot *sl, double *timeout)
 
 /* Client side ------------------------------------------------------------ */
 
+/*
+ * Client sessions: a copy of the newest session a server gave is offered
+ * by every next connection of this context (one replica address, one CA
+ * and name), in any worker, as nginx's proxy_ssl_session_reuse does, so a
+ * pool that opens connections pays one full handshake, not one each.
+ * Copies, because OpenSSL marks the session a TLS 1.3 handshake used as
+ * spent in the object itself when it ends (RFC 8446 C.4): one shared
+ * object would resume only the first of a burst (nginx's client does
+ * that), and the mark would be written under other threads.  Stateless
+ * ticket servers (OpenSSL, nginx, Go) take a ticket more than once; any
+ * other makes a full handshake and gives a fresh session.
+ */
+static int
+tls_cli_new_session(SSL *ssl, SSL_SESSION *sess)
+{
+	struct tls_cli *cl = SSL_CTX_get_app_data(SSL_get_SSL_CTX(ssl));
+	SSL_SESSION *copy, *old;
+
+	if (cl == NULL || !SSL_SESSION_is_resumable(sess) ||
+	    (copy = SSL_SESSION_dup(sess)) == NULL)
+		return 0;
+	pthread_mutex_lock(&cl->lock);
+	old = cl->sess;
+	cl->sess = copy;
+	pthread_mutex_unlock(&cl->lock);
+	SSL_SESSION_free(old);
+	return 0;		/* the connection keeps sess; we keep the copy */
+}
+
+/* A copy of the newest session for one connection, or NULL. */
+static SSL_SESSION *
+tls_cli_session(struct tls_cli *cl)
+{
+	SSL_SESSION *kept, *copy;
+
+	pthread_mutex_lock(&cl->lock);
+	if ((kept = cl->sess) != NULL)
+		SSL_SESSION_up_ref(kept);
+	pthread_mutex_unlock(&cl->lock);
+	if (kept == NULL)
+		return NULL;
+	copy = SSL_SESSION_dup(kept);	/* kept is never written: no lock */
+	SSL_SESSION_free(kept);
+	return copy;
+}
+
 struct tls_cli *
 tls_cli_new(const char *ca, const char *cert, const char *key,
     const char *server_name, char *err, size_t errlen)
@@ -524,11 +572,16 @@ tls_cli_new(const char *ca, const char *cert, const char *key,
 		snprintf(err, errlen, "out of memory");
 		return NULL;
 	}
+	pthread_mutex_init(&cl->lock, NULL);
+	SSL_CTX_set_app_data(cl->ctx, cl);
 	SSL_CTX_set_options(cl->ctx, SSL_OP_NO_RENEGOTIATION |
 	    SSL_OP_IGNORE_UNEXPECTED_EOF | SSL_OP_NO_COMPRESSION);
 	SSL_CTX_set_mode(cl->ctx, SSL_MODE_ENABLE_PARTIAL_WRITE |
 	    SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
 	SSL_CTX_set_read_ahead(cl->ctx, 1);
+	SSL_CTX_set_session_cache_mode(cl->ctx, SSL_SESS_CACHE_CLIENT |
+	    SSL_SESS_CACHE_NO_INTERNAL_STORE);
+	SSL_CTX_sess_set_new_cb(cl->ctx, tls_cli_new_session);
 	if (tls_ctx_versions(cl->ctx, NULL) == -1) {
 		tls_err(err, errlen, "tls", "versions");
 		goto fail;
@@ -562,6 +615,8 @@ tls_cli_free(struct tls_cli *cl)
 	for (; cl != NULL; cl = older) {
 		older = cl->older;
 		SSL_CTX_free(cl->ctx);
+		SSL_SESSION_free(cl->sess);
+		pthread_mutex_destroy(&cl->lock);
 		free(cl->server_name);
 		free(cl);
 	}
@@ -574,20 +629,34 @@ tls_cli_retire(struct tls_cli *cl, struct tls_cli *older)
 }
 
 struct ssl_st *
-tls_cli_ssl(struct tls_cli *cl)
+tls_cli_ssl(struct tls_cli *cl, const char *alpn)
 {
+	unsigned char wire[1 + 255];
+	size_t n = alpn != NULL ? strlen(alpn) : 0;
+	SSL_SESSION *sess;
 	SSL *ssl;
 
-	if ((ssl = SSL_new(cl->ctx)) == NULL)
+	if (n > 255 || (ssl = SSL_new(cl->ctx)) == NULL)
 		return NULL;
 	if (cl->server_name != NULL &&
 	    (SSL_set_tlsext_host_name(ssl, cl->server_name) != 1 ||
-	    SSL_set1_host(ssl, cl->server_name) != 1)) {
-		SSL_free(ssl);
-		return NULL;
+	    SSL_set1_host(ssl, cl->server_name) != 1))
+		goto fail;
+	if (n > 0) {
+		wire[0] = (unsigned char)n;
+		memcpy(wire + 1, alpn, n);
+		if (SSL_set_alpn_protos(ssl, wire, (unsigned)n + 1) != 0)
+			goto fail;	/* 0 is success here */
+	}
+	if ((sess = tls_cli_session(cl)) != NULL) {
+		(void)SSL_set_session(ssl, sess);	/* its own ref */
+		SSL_SESSION_free(sess);
 	}
 	SSL_set_connect_state(ssl);
 	return ssl;
+fail:
+	SSL_free(ssl);
+	return NULL;
 }
 
 /* Handshakes ------------------------------------------------------------- */

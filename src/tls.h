@@ -1,7 +1,8 @@
 /*
  * tls.h -- OpenSSL contexts: a TLS listener's certificates (SNI), ALPN,
  * client verification and session tickets; the client side toward
- * replicas; what a finished handshake says (for logs and metrics).
+ * replicas, HTTP servers and etcd, with session resumption; what a
+ * finished handshake says (for logs and metrics).
  *
  * The I/O itself is in sock.c (sock_tls_accept, sock_tls_connect): this
  * module only makes the SSL objects and reads them.  A leaf: it calls
@@ -60,14 +61,17 @@ void		 tls_slot_set(struct tls_slot *, struct tls_srv *);
 struct ssl_st	*tls_slot_ssl(struct tls_slot *, double *timeout);
 
 /* Toward replicas: verify with ca (NULL: no verification), present
- * cert/key (NULL: none); server_name: SNI and the name checked. */
+ * cert/key (NULL: none); server_name: SNI and the name checked.  The
+ * newest session a server gives is offered by the next connections
+ * (resumption), from any thread. */
 struct tls_cli	*tls_cli_new(const char *ca, const char *cert, const char *key,
 		    const char *server_name, char *err, size_t errlen);
 /* Frees cl and every context it retired. */
 void		 tls_cli_free(struct tls_cli *);
 /* older is replaced by cl, but may still be in use: freed with cl. */
 void		 tls_cli_retire(struct tls_cli *cl, struct tls_cli *older);
-struct ssl_st	*tls_cli_ssl(struct tls_cli *);
+/* A client SSL offering ALPN protocol alpn (NULL: no ALPN). */
+struct ssl_st	*tls_cli_ssl(struct tls_cli *, const char *alpn);
 
 /* A server SSL straight from a tls_srv (the replica library's side). */
 struct ssl_st	*tls_srv_ssl(struct tls_srv *);

@@ -36,7 +36,9 @@ upconn_find(const char *protocol)
 	if (protocol == NULL || *protocol == '\0')
 		protocol = "wire";
 	for (i = 0; i < upconn_nedges; i++) {
-		if (strcmp(upconn_edges[i]->protocol, protocol) == 0)
+		if (strcmp(upconn_edges[i]->protocol, protocol) == 0 ||
+		    (upconn_edges[i]->alias != NULL &&
+		    strcmp(upconn_edges[i]->alias, protocol) == 0))
 			return upconn_edges[i];
 	}
 	return NULL;

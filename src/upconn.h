@@ -77,6 +77,8 @@ struct upconn_watch {
 
 struct upconn_ops {
 	const char	*protocol;	/* "wire", "http", ... */
+	const char	*alias;		/* another name it answers to, or NULL
+					 * ("h2": h2c's edge, over TLS) */
 	struct upconn	*(*get)(struct wctx *, struct reg_endpoint *);
 	void		(*watch)(struct upconn *, struct upconn_watch *);
 	void		(*unwatch)(struct upconn *, struct upconn_watch *);

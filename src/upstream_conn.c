@@ -131,7 +131,7 @@ upstream_tls(struct upstream *up)
 
 	if (cl == NULL)
 		return 0;
-	if ((ssl = tls_cli_ssl(cl)) == NULL)
+	if ((ssl = tls_cli_ssl(cl, NULL)) == NULL)
 		return -1;
 	return sock_tls_connect(up->sock, ssl, 0);
 }

@@ -1,7 +1,7 @@
 """A grpcio server for the h2c upstream tests (run with /usr/bin/python3):
 generic handlers on raw bytes, no code generation.
 
-	grpc_backend.py PORT NAME EVENTS_FILE
+	grpc_backend.py PORT NAME EVENTS_FILE [CERT KEY]
 
 Methods under /t.S/: Unary (echoes the request; initial metadata x-init,
 trailing metadata the client's x-md and x-md-bin back), ServerStream (the
@@ -9,7 +9,8 @@ request 3 times), ClientStream (the requests joined), Bidi (each request
 back), Abort (INVALID_ARGUMENT "bad thing"), Slow (up to 10 s, noting in
 EVENTS_FILE "cancelled TAG" when the call is cancelled, TAG from x-tag),
 Who (answers NAME).  SIGTERM: stop with a 5 s grace (GOAWAY, in-flight
-calls finish)."""
+calls finish).  With CERT and KEY it serves over TLS
+(grpc.ssl_server_credentials, ALPN h2) instead of h2c."""
 
 import signal
 import sys
@@ -96,7 +97,15 @@ server = grpc.server(__import__("concurrent.futures").futures
     options=[("grpc.so_reuseport", 0)])
 server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(
     "t.S", handlers),))
-server.add_insecure_port("127.0.0.1:%d" % port)
+if len(sys.argv) > 5:
+	with open(sys.argv[4], "rb") as f:
+		cert = f.read()
+	with open(sys.argv[5], "rb") as f:
+		key = f.read()
+	server.add_secure_port("127.0.0.1:%d" % port,
+	    grpc.ssl_server_credentials(((key, cert),)))
+else:
+	server.add_insecure_port("127.0.0.1:%d" % port)
 server.start()
 stopped = threading.Event()
 

@@ -142,7 +142,7 @@ pid %(dir)s/nginx.pid;
 error_log %(dir)s/error.log warn;
 events { worker_connections 1024; }
 http {
-	access_log off;
+	%(access)s
 	client_body_temp_path %(dir)s/tmp;
 	proxy_temp_path %(dir)s/tmp;
 	fastcgi_temp_path %(dir)s/tmp;
@@ -150,19 +150,34 @@ http {
 	scgi_temp_path %(dir)s/tmp;
 	keepalive_requests 100000;
 	server {
-		listen 127.0.0.1:%(port)d;
+		listen 127.0.0.1:%(port)d%(listen)s;
+		%(server)s
 		root %(dir)s/www;
 		location = /health { return 200 "ok\\n"; }
-		location / { add_header X-Conn $connection; }
+		location / {
+			add_header X-Conn $connection;
+			add_header X-Client-DN $ssl_client_s_dn;
+		}
 	}
 }
 """
 
+# With tls: one line per request in access.log, for the TLS tests.
+NGINX_TLS_LOG = """log_format tls '$connection $ssl_session_reused '
+	    '$ssl_protocol "$ssl_alpn_protocol" "$ssl_client_s_dn" '
+	    '$request_uri $status';
+	access_log %(dir)s/access.log tls;"""
+
 
 class Nginx:
-	"""Debian's nginx as a static origin, our own instance."""
+	"""Debian's nginx as a static origin, our own instance.  tls: {"cert",
+	"key"} to serve HTTPS, with "client_ca" to require client
+	certificates (ssl_verify_client on), "http2" for listen ... http2;
+	then access_log() gives each request's connection, session reuse
+	("r" or "."), protocol, ALPN, client DN, URI and status."""
 
-	def __init__(self, files=None):
+	def __init__(self, files=None, tls=None):
+		self.tls = tls
 		self.port = free_port()
 		self.dir = tempfile.mkdtemp(prefix="ingressd-nginx-")
 		self.files = files or {"index.html": b"hello from nginx\n"}
@@ -183,7 +198,7 @@ class Nginx:
 				f.write(data)
 		conf = os.path.join(self.dir, "nginx.conf")
 		with open(conf, "w") as f:
-			f.write(NGINX_CONF % {"dir": self.dir, "port": self.port})
+			f.write(NGINX_CONF % self._params())
 		self.logfile = open(log_path("nginx"), "wb")
 		self.proc = subprocess.Popen([NGINX, "-c", conf, "-e",
 		    os.path.join(self.dir, "error.log")], cwd=self.dir,
@@ -193,6 +208,37 @@ class Nginx:
 		wait_until(lambda: self.proc.poll() is None and
 		    _port_open(self.port), 10, what="nginx listening")
 		return self
+
+	def _params(self):
+		p = {"dir": self.dir, "port": self.port, "access":
+		    "access_log off;", "listen": "", "server": ""}
+		t = self.tls
+		if t is None:
+			return p
+		p["access"] = NGINX_TLS_LOG % p
+		p["listen"] = " ssl http2" if t.get("http2") else " ssl"
+		p["server"] = ("ssl_certificate %s; ssl_certificate_key %s; "
+		    "ssl_protocols TLSv1.2 TLSv1.3;" % (t["cert"], t["key"]))
+		if t.get("client_ca"):
+			p["server"] += (" ssl_verify_client on; "
+			    "ssl_client_certificate %s;" % t["client_ca"])
+		return p
+
+	def access_log(self):
+		"""[(connection, reused, protocol, alpn, client_dn, uri,
+		status)] so far."""
+		out = []
+		try:
+			with open(os.path.join(self.dir, "access.log")) as f:
+				for line in f:
+					a = line.split(" ")
+					q = line.split('"')
+					uri, status = q[4].split()
+					out.append((a[0], a[1], a[2], q[1], q[3],
+					    uri, int(status)))
+		except FileNotFoundError:
+			pass
+		return out
 
 	def stop(self):
 		if self.proc and self.proc.poll() is None:

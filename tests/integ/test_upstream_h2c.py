@@ -27,10 +27,12 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 
 
 class Backend:
-	"""grpc_backend.py on a free loopback port."""
+	"""grpc_backend.py on a free loopback port (tls: (cert, key) to
+	serve over TLS)."""
 
-	def __init__(self, name="a"):
+	def __init__(self, name="a", tls=None):
 		self.name = name
+		self.tls = tls
 		self.port = free_port()
 		self.address = "127.0.0.1:%d" % self.port
 		self.events = harness.log_path("grpc-" + name)[:-4] + ".events"
@@ -41,7 +43,8 @@ class Backend:
 		log = open(harness.log_path("grpc-" + self.name), "wb")
 		self.proc = subprocess.Popen(["/usr/bin/python3",
 		    os.path.join(HERE, "grpc_backend.py"), str(self.port),
-		    self.name, self.events], stdout=subprocess.PIPE, stderr=log,
+		    self.name, self.events] + list(self.tls or ()),
+		    stdout=subprocess.PIPE, stderr=log,
 		    stdin=subprocess.DEVNULL)
 		harness._register(self.proc)
 		line = self.proc.stdout.readline()

@@ -318,14 +318,11 @@ class Failures(unittest.TestCase):
 	def test_conf_protocol_errors(self):
 		for dep, want in (
 		    ({"endpoints": ["127.0.0.1:1"], "protocol": "spdy"},
-		    'must be "wire", "http" or "h2c"'),
+		    'must be "wire", "http", "h2c" or "h2"'),
 		    ({"endpoints": ["127.0.0.1:1"], "health": {"path": "/h"}},
 		    'need "protocol": "http"'),
 		    ({"endpoints": ["127.0.0.1:1"], "protocol": "http",
-		    "health": {"path": "h"}}, "must be a path"),
-		    ({"endpoints": ["127.0.0.1:1"], "protocol": "http",
-		    "tls": {"ca": "/etc/ssl/certs/ca-certificates.crt"}},
-		    "HTTP replicas over TLS are not supported")):
+		    "health": {"path": "h"}}, "must be a path")):
 			d = Daemon(conf=http_conf({"x": dep}), expect_exit=None)
 			with self.assertRaises(AssertionError):
 				d.start()

@@ -682,6 +682,35 @@ static const struct {
 	{ "{" ROUTES ", \"deployments\": {\"echo\": {\"dns\": "
 	    "\"a b:80\"}}}", "deployments.echo.dns: bad address \"a b:80\": "
 	    "bad host name" },
+	/* TLS toward HTTP/1.1 and HTTP/2 servers ("protocol" http, h2). */
+	{ "{" ROUTES ", \"deployments\": {\"echo\": {\"endpoints\": "
+	    "[\"127.0.0.1:1\"], \"protocol\": \"spdy\"}}}",
+	    "deployments.echo.protocol: must be \"wire\", \"http\", \"h2c\" "
+	    "or \"h2\"" },
+	{ "{" ROUTES ", \"deployments\": {\"echo\": {\"endpoints\": "
+	    "[\"127.0.0.1:1\"], \"protocol\": \"h2\"}}}",
+	    "deployments.echo: \"protocol\": \"h2\" is HTTP/2 over TLS and "
+	    "needs \"tls\" (\"h2c\" is HTTP/2 in cleartext)" },
+	{ "{" ROUTES ", \"deployments\": {\"echo\": {\"endpoints\": "
+	    "[\"127.0.0.1:1\"], \"protocol\": \"h2c\", \"tls\": "
+	    "{\"ca\": \"/ca.pem\"}}}}",
+	    "deployments.echo: \"protocol\": \"h2c\" is HTTP/2 in cleartext: "
+	    "with \"tls\" write \"protocol\": \"h2\"" },
+	{ "{" ROUTES ", \"deployments\": {\"echo\": {\"dns\": "
+	    "\"a.example:443\", \"protocol\": \"http\", \"tls\": "
+	    "{\"ca\": \"/ca.pem\"}}}}",
+	    "deployments.echo: \"tls\" toward HTTP servers needs "
+	    "\"endpoints\" or \"spawn\" (replicas found by DNS are not "
+	    "reached over TLS yet)" },
+	{ "{" ROUTES ", \"deployments\": {\"echo\": {\"endpoints\": "
+	    "[\"127.0.0.1:1\", \"unix:/x.sock\"], \"protocol\": \"h2\", "
+	    "\"tls\": {\"ca\": \"/ca.pem\"}}}}",
+	    "deployments.echo: \"tls\": endpoint \"unix:/x.sock\" is a unix "
+	    "socket (TLS is for TCP endpoints)" },
+	{ "{" ROUTES ", \"deployments\": {\"echo\": {\"endpoints\": "
+	    "[\"127.0.0.1:1\"], \"protocol\": \"http\", \"tls\": "
+	    "{\"ca\": \"/ca.pem\", \"cert\": \"/c.pem\"}}}}",
+	    "deployments.echo.tls: \"cert\" and \"key\" go together" },
 	{ "{\"handle_idle_ttl\": -1, " BASE "}", "handle_idle_ttl: must be a "
 	    "number of seconds in 0..86400" },
 	{ "{\"resolver\": [], " BASE "}", "resolver: must be an object" },

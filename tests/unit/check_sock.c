@@ -344,6 +344,34 @@ START_TEST(test_input_arrives)
 }
 END_TEST
 
+/* An idle socket looked at: nothing, bytes (left for the reader), EOF. */
+START_TEST(test_peek_idle)
+{
+	struct rec	r;
+	int		b = open_pair(&r, SOCK_STREAM, 0);
+
+	sock_read_enable(r.s, 0);
+	spin(2);
+	ck_assert_int_eq(sock_peek_idle(r.s), 0);
+	say(b, "x");
+	ck_assert_int_eq(sock_peek_idle(r.s), 1);
+	ck_assert_int_eq(sock_peek_idle(r.s), 1);	/* peeked, not taken */
+	ck_assert_int_eq(r.reads, 0);
+	sock_free(r.s);
+	close(b);
+
+	b = open_pair(&r, SOCK_STREAM, 0);
+	sock_read_enable(r.s, 0);
+	spin(2);
+	close(b);
+	errno = EINVAL;
+	ck_assert_int_eq(sock_peek_idle(r.s), -1);
+	ck_assert_int_eq(errno, 0);			/* a close, no error */
+	ck_assert_int_eq(r.errors, 0);			/* no callbacks */
+	sock_free(r.s);
+}
+END_TEST
+
 START_TEST(test_accepted_reads_at_once)
 {
 	struct rec	r = { 0 };
@@ -730,6 +758,7 @@ sock_suite(void)
 
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_add_test(tc, test_input_arrives);
+	tcase_add_test(tc, test_peek_idle);
 	tcase_add_test(tc, test_accepted_reads_at_once);
 	tcase_add_test(tc, test_limits_before_first_pass);
 	tcase_add_test(tc, test_large_input);
