@@ -174,16 +174,17 @@ echo_stats(struct replica_req *q, const void *msg, size_t n, void *arg)
 }
 
 static const struct replica_grpc_method echo_methods[] = {
-	{ "/ingressd.example.Echo/Unary", echo_unary, NULL, NULL, NULL },
+	{ "/ingressd.example.Echo/Unary", echo_unary, NULL, NULL, NULL,
+	    NULL },
 	{ "/ingressd.example.Echo/ServerStream", echo_server_stream, NULL,
-	    NULL, NULL },
+	    NULL, NULL, NULL },
 	{ "/ingressd.example.Echo/ClientStream", NULL, echo_collect,
-	    echo_collected, echo_collect_cancel },
+	    echo_collected, echo_collect_cancel, NULL },
 	/* on_end NULL: the call ends OK once the client is done. */
 	{ "/ingressd.example.Echo/BidiStream", NULL, echo_bidi, NULL,
-	    echo_bidi_cancel },
-	{ "/ingressd.example.Echo/Abort", echo_abort, NULL, NULL, NULL },
-	{ "/ingressd.example.Echo/Stats", echo_stats, NULL, NULL, NULL },
+	    echo_bidi_cancel, NULL },
+	{ "/ingressd.example.Echo/Abort", echo_abort, NULL, NULL, NULL, NULL },
+	{ "/ingressd.example.Echo/Stats", echo_stats, NULL, NULL, NULL, NULL },
 };
 
 static struct replica_grpc_server echo_server = {
