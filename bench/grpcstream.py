@@ -7,9 +7,10 @@ streaming rate (issue 14).
   conf         write ingressd's conf: one h2c + HTTP/1.1 listener, /sleep ->
                replica-sleep, /ingressd.example.Echo/ -> replica-grpc-echo
   msg          write the gRPC request of Source: one message, the count
-  stream       one transfer through curl (HTTP/1.1 ?source, or the gRPC
-               Source call over h2c): its rate, ingressd's VmRSS sampled
-               every 50 ms, the CPU of ingressd, of the replica and of curl
+  stream       one transfer through h2load -n1 -c1 (or curl): HTTP/1.1
+               ?source, or the gRPC Source call over h2c; its rate,
+               ingressd's VmRSS sampled every 50 ms, the CPU of ingressd,
+               of the replica and of the client
   slow         a slow gRPC reader over h2c (a raw client, its windows
                reopened only as it reads): RATE bytes/s for SECS, then
                RST_STREAM(CANCEL); ingressd's VmRSS sampled meanwhile
@@ -21,6 +22,7 @@ import json
 import math
 import os
 import platform
+import re
 import socket
 import statistics
 import struct
@@ -87,18 +89,47 @@ def grpc_status(head_path):
     return None
 
 
+def stream_cmd(a):
+    if a.client == "h2load":
+        cmd = ["h2load", "-n1", "-c1"]
+        if a.kind == "h1":
+            cmd.append("--h1")
+        else:
+            cmd += ["-d", a.msg]
+    else:
+        cmd = ["curl", "-s", "-S", "--max-time", str(a.timeout), "-o",
+               "/dev/null", "-D", a.raw + ".head", "-w",
+               "%{http_code} %{size_download} %{time_total}"]
+        if a.kind == "grpc":
+            cmd += ["--http2-prior-knowledge", "-X", "POST",
+                    "--data-binary", "@" + a.msg]
+    if a.kind == "grpc":
+        cmd += ["-H", "content-type: application/grpc", "-H", "te: trailers"]
+    return ["timeout", "-k", "5", str(a.timeout)] + cmd + [a.url]
+
+
+def h2load_secs(s):
+    m = re.fullmatch(r"([\d.]+)(us|ms|s)", s)
+    return float(m.group(1)) * {"us": 1e-6, "ms": 1e-3, "s": 1.0}[m.group(2)]
+
+
+def parse_h2load(text):
+    """(status, data bytes, seconds) of h2load -n1: its one request's
+    time (connect excluded), the 2xx count standing in for the status."""
+    ok = re.search(r"^status codes: (\d+) 2xx", text, re.M)
+    data = re.search(r"^traffic: .*\((\d+)\) data$", text, re.M)
+    t = re.search(r"^time for request:\s+\S+\s+\S+\s+(\S+)", text, re.M)
+    if not (ok and data and t):
+        raise ValueError("h2load printed no result")
+    return ("200" if ok.group(1) == "1" else "not 2xx",
+            data.group(1), h2load_secs(t.group(1)))
+
+
 def cmd_stream(a):
     hz = os.sysconf("SC_CLK_TCK")
     proxy = [int(p) for p in a.proxy_pids.split()]
     backend = [int(p) for p in a.backend_pids.split()]
-    cmd = ["curl", "-s", "-S", "--max-time", str(a.timeout), "-o",
-           "/dev/null", "-D", a.raw + ".head", "-w",
-           "%{http_code} %{size_download} %{time_total}"]
-    if a.kind == "grpc":
-        cmd += ["--http2-prior-knowledge", "-X", "POST", "--data-binary",
-                "@" + a.msg, "-H", "content-type: application/grpc",
-                "-H", "te: trailers"]
-    cmd.append(a.url)
+    cmd = stream_cmd(a)
     try:
         os.unlink(a.raw + ".head")
     except FileNotFoundError:
@@ -120,24 +151,28 @@ def cmd_stream(a):
         f.write(" ".join(cmd) + "\n" + out + "\n" + err)
     want = grpc_size(a.bytes) if a.kind == "grpc" else a.bytes
     run = {"kind": a.kind, "round": a.round, "bytes": a.bytes,
+           "client": a.client,
            "rc": p.returncode, "rss_start_kib": rss0, "rss_peak_kib": peak,
            "load1": os.getloadavg()[0], "raw": a.raw,
            "cpu_client_s": ru.ru_utime + ru.ru_stime}
     why = None
     try:
-        code, down, secs = out.split()
+        code, down, secs = parse_h2load(out) if a.client == "h2load" \
+            else out.split()
         run["secs"] = float(secs)
         run["mbps"] = a.bytes / float(secs) / 1e6
         if code != "200":
             why = "status %s" % code
         elif int(down) != want:
             why = "%s bytes downloaded, not %d" % (down, want)
-        elif a.kind == "grpc" and grpc_status(a.raw + ".head") != "0":
+        elif a.kind == "grpc" and a.client == "curl" and \
+                grpc_status(a.raw + ".head") != "0":
             why = "grpc-status %s" % grpc_status(a.raw + ".head")
     except ValueError:
-        why = "curl: %s" % (err.strip() or out.strip() or "no output")
+        why = "%s: %s" % (a.client, err.strip() or out.strip()[-200:] or
+                          "no output")
     if p.returncode != 0:
-        why = "curl exit %d: %s" % (p.returncode, err.strip())
+        why = "%s exit %d: %s" % (a.client, p.returncode, err.strip())
     run["ok"] = why is None
     if why:
         run["why"] = why
@@ -346,11 +381,12 @@ def cmd_report(a):
                platform.platform(), os.cpu_count(),
                load0[0] if load0 else "?", load1[0] if load1 else "?"),
            "- " + ", ".join(params), "",
-           "MB/s = 10^6 bytes/s of payload (curl's time_total); RSS: "
+           "MB/s = 10^6 bytes/s of payload (h2load: its request's time, "
+           "connect excluded; curl: time_total); RSS: "
            "ingressd's VmRSS every 50 ms; CPU s/GB: utime+stime per 10^9 "
            "bytes of payload.", "",
            "| load | MB/s median (min-max) | ingressd RSS MiB start / peak"
-           " (max growth) | CPU s/GB ingressd | replica | client (curl) | "
+           " (max growth) | CPU s/GB ingressd | replica | client | "
            "load1 at each | failed |", "|---|---|---|---|---|---|---|---|"]
     stats = {}
     for kind, label in (("h1", "HTTP/1.1 `/sleep?source=N&rate=0`"),
@@ -449,6 +485,7 @@ def main():
         p.add_argument("--" + k, required=True)
     p.add_argument("--backend-pids", default="")
     p.add_argument("--msg", default="")
+    p.add_argument("--client", choices=("h2load", "curl"), default="h2load")
     p.set_defaults(fn=cmd_stream)
     p = sub.add_parser("slow")
     for k in ("port", "bytes", "rate"):

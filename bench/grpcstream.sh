@@ -7,14 +7,18 @@
 # One ingressd (1 worker), one listener for h2c and HTTP/1.1:
 #   /sleep                  -> build/replica-sleep
 #   /ingressd.example.Echo/ -> build/replica-grpc-echo
-# Loads, for each of ROUNDS rounds, back to back:
-#   h1    curl, HTTP/1.1: GET /sleep?source=BYTES&rate=0 (the STREAM=down
-#         source of bench/run.sh: Content-Length, as fast as credit goes)
-#   grpc  curl --http2-prior-knowledge: POST /ingressd.example.Echo/Source,
-#         the request message BYTES as 8 bytes big-endian; the answer is
-#         BYTES in 64 KiB messages, then trailers with grpc-status 0
-# each checked (status, byte count, grpc-status), with ingressd's VmRSS
-# sampled every 50 ms and the CPU of ingressd, the replica and curl.  Then
+# Loads, for each of ROUNDS rounds, back to back, with one client
+# (CLIENT: h2load -n1 -c1, the default, or curl):
+#   h1    HTTP/1.1 (h2load --h1): GET /sleep?source=BYTES&rate=0 (the
+#         STREAM=down source of bench/run.sh: Content-Length, as fast as
+#         credit goes)
+#   grpc  h2c: POST /ingressd.example.Echo/Source, the request message
+#         BYTES as 8 bytes big-endian; the answer is BYTES in 64 KiB
+#         messages, then trailers with grpc-status 0
+# each checked (2xx, the byte count; curl also grpc-status), with
+# ingressd's VmRSS sampled every 50 ms and the CPU of ingressd, the
+# replica and the client.  h2load does not read trailers: the warm-up, a
+# 64 MiB call through curl, must end with grpc-status 0.  Then
 #   slow  a raw h2c client reading the same call at SLOW_RATE bytes/s for
 #         SLOW_SECS (its windows reopened only as it reads), then CANCEL;
 #         ingressd's VmRSS sampled, and how far the replica ran ahead
@@ -23,8 +27,8 @@
 # results.json; $OUT/raw/ keeps what curl printed.
 #
 # Environment: QUICK (1 round of 256 MiB, slow 3 s), BYTES (1073741824),
-# ROUNDS (3), SLOW_RATE (20000000), SLOW_SECS (10), SLOW_BYTES (BYTES),
-# BUILD, PYTHON.  Only 127.0.0.1; every process started here is stopped by
+# ROUNDS (3), CLIENT (h2load), SLOW_RATE (20000000), SLOW_SECS (10),
+# SLOW_BYTES (BYTES), BUILD, PYTHON.  Only 127.0.0.1; every process started here is stopped by
 # its pid.
 
 set -u
@@ -41,6 +45,7 @@ ROUNDS=${ROUNDS:-$d_rounds}
 SLOW_RATE=${SLOW_RATE:-20000000}
 SLOW_SECS=${SLOW_SECS:-$d_slow}
 SLOW_BYTES=${SLOW_BYTES:-$BYTES}
+CLIENT=${CLIENT:-h2load}
 OUT=$BUILD/bench-grpcstream
 RAW=$OUT/raw
 PYTHON=${PYTHON:-python3}
@@ -56,8 +61,10 @@ for v in BYTES ROUNDS SLOW_RATE SLOW_SECS SLOW_BYTES; do
 	case $x in ''|*[!0-9]*|0) die "$v must be a positive integer: '$x'" ;;
 	esac
 done
-for c in curl "$PYTHON" pgrep timeout; do
-	command -v "$c" >/dev/null 2>&1 || die "$c not found (make deps)"
+case $CLIENT in h2load|curl) ;; *) die "CLIENT: h2load or curl" ;; esac
+for c in curl "$CLIENT" "$PYTHON" pgrep timeout; do
+	command -v "$c" >/dev/null 2>&1 || die "$c not found (make deps;" \
+	    "h2load: apt-get install nghttp2-client)"
 done
 for f in ingressd replica-sleep replica-grpc-echo; do
 	[ -x "$BUILD/$f" ] || die "$BUILD/$f missing: run make"
@@ -158,12 +165,15 @@ ROUNDS=$ROUNDS
 SLOW_RATE=$SLOW_RATE
 SLOW_SECS=$SLOW_SECS
 SLOW_BYTES=$SLOW_BYTES
+CLIENT=$CLIENT
 git=$(git rev-parse --short HEAD 2>/dev/null || echo '?')$(git diff --quiet HEAD -- src replica 2>/dev/null || echo '+changes')
 EOF
 
-# Warm-up, not measured: the replica connections and their buffers.
-probe h1 67108864 >/dev/null
-probe grpc 67108864 >/dev/null
+# Warm-up, not measured: the replica connections and their buffers; and
+# the check h2load cannot make, a long call's grpc-status.
+[ "$(probe h1 67108864)" = "200 67108864" ] || die "h1 warm-up failed"
+got=$(probe grpc 67108864)
+[ "$got" = 200 ] || die "gRPC warm-up (64 MiB through curl): $got"
 
 r=1
 while [ $r -le "$ROUNDS" ]; do
@@ -175,6 +185,7 @@ while [ $r -le "$ROUNDS" ]; do
 			url=$URL_GRPC bp=$GRPC_PID
 		fi
 		$PY stream --kind $kind --round $r --bytes "$BYTES" --url "$url" \
+		    --client "$CLIENT" \
 		    --msg "$TMP/big.msg" --proxy-pids "$INGRESSD_PID" \
 		    --backend-pids "$bp" --out "$RAW/runs.jsonl" \
 		    --raw "$RAW/$kind.$r.txt"
