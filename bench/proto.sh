@@ -54,7 +54,8 @@ for s in $SUITE; do
 	case $s in
 	h2)	d_tools="$d_tools h2 grpc" ;;
 	tls)	d_tools="$d_tools tls tlsnew" ;;
-	*)	printf 'bench: SUITE: unknown %s (h2, tls)\n' "$s" >&2; exit 2 ;;
+	*)	printf 'bench: SUITE: unknown %s (h2, tls; grpcstream runs alone)\n' \
+		    "$s" >&2; exit 2 ;;
 	esac
 done
 TOOLS=${TOOLS:-$d_tools h1}

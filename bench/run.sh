@@ -35,8 +35,14 @@ set -u
 cd "$(dirname "$0")/.." || exit 1
 
 # SUITE=h2, tls or "h2 tls": the HTTP/2, gRPC and TLS loads of issues 14
-# and 15, a bench of their own (bench/proto.sh); unset or http: this one.
-case ${SUITE:-http} in http) ;; *) exec sh bench/proto.sh ;; esac
+# and 15, a bench of their own (bench/proto.sh); SUITE=grpcstream: a long
+# gRPC server stream against HTTP/1.1 (bench/grpcstream.sh); unset or
+# http: this one.
+case ${SUITE:-http} in
+http)		;;
+grpcstream)	exec sh bench/grpcstream.sh ;;
+*)		exec sh bench/proto.sh ;;
+esac
 
 NCPU=$(nproc 2>/dev/null || echo 1)
 if [ "${QUICK:-0}" = 1 ]; then

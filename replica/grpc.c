@@ -433,6 +433,16 @@ grpc_on_cancel(struct replica_req *q, void *arg)
 		call->m->on_cancel(q, call->srv->arg);
 }
 
+static void
+grpc_on_writable(struct replica_req *q, void *arg)
+{
+	struct replica_grpc_call *call = grpc_call_of(q);
+
+	if (call != NULL && !call->finished && call->m->on_writable != NULL)
+		call->m->on_writable(q, call->srv->arg);
+}
+
 const struct replica_handler replica_grpc_handler = {
-	grpc_on_request, grpc_on_body, grpc_on_end, grpc_on_cancel, NULL,
+	grpc_on_request, grpc_on_body, grpc_on_end, grpc_on_cancel,
+	grpc_on_writable,
 };

@@ -139,6 +139,10 @@ size_t	replica_grpc_percent_encode(const char *s, char *out, size_t len);
  * dispatcher keeps its own state in the req's user pointer: do not call
  * replica_req_set_user() on its calls).  A call the handler leaves to
  * on_message/on_end without finishing ends OK when on_end is NULL.
+ * on_writable (optional, any kind): response body queued for want of
+ * credit has all gone out (replica.h's on_writable): a handler that
+ * produces a long stream sends while replica_req_pending() is 0 and
+ * resumes here, so at most one message waits inside the library.
  */
 struct replica_grpc_method {
 	const char	*path;		/* "/package.Service/Method" */
@@ -148,6 +152,7 @@ struct replica_grpc_method {
 		    void *arg);
 	void	(*on_end)(struct replica_req *, void *arg);
 	void	(*on_cancel)(struct replica_req *, void *arg);
+	void	(*on_writable)(struct replica_req *, void *arg);
 };
 
 struct replica_grpc_server {

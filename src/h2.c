@@ -229,6 +229,29 @@ h2_on_frame_send(nghttp2_session *ss, const nghttp2_frame *fr, void *u)
 	return 0;
 }
 
+/*
+ * A DATA frame the stream's data provider flagged NO_COPY: the header,
+ * then the payload moved from the stream's buffer into our output, not
+ * copied through nghttp2's frame buffer on the way.  Past the output's
+ * high-water mark the frame waits: nghttp2 offers it again, unchanged, on
+ * the next h2_send (mem_send returns 0 meanwhile).
+ */
+static int
+h2_send_data(nghttp2_session *ss, nghttp2_frame *fr, const uint8_t *hd,
+    size_t len, nghttp2_data_source *src, void *u)
+{
+	struct h2conn *c = u;
+	struct h2s *s = nghttp2_session_get_stream_user_data(ss,
+	    fr->hd.stream_id);
+
+	if (s == NULL)
+		return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
+	if (sock_output_len(c->sock) >= H2_OUT_HIGH)
+		return NGHTTP2_ERR_WOULDBLOCK;
+	return h2s_send_data(s, sock_output(c->sock), hd, len,
+	    fr->data.padlen);
+}
+
 static int
 h2_on_stream_close(nghttp2_session *ss, int32_t id, uint32_t error, void *u)
 {
@@ -261,6 +284,7 @@ h2_callbacks(void)
 	    h2_on_data_chunk);
 	nghttp2_session_callbacks_set_on_frame_send_callback(cb,
 	    h2_on_frame_send);
+	nghttp2_session_callbacks_set_send_data_callback(cb, h2_send_data);
 	nghttp2_session_callbacks_set_on_stream_close_callback(cb,
 	    h2_on_stream_close);
 	return cb;

@@ -261,19 +261,23 @@ h2s_send_trailers(struct h2s *s)
 	free(a.low);
 }
 
-/* nghttp2 asks for DATA: what the replica sent, credited back as it
- * leaves; deferred while there is none and the stream goes on. */
+/*
+ * nghttp2 asks for DATA: how much of what the replica sent goes in this
+ * frame; deferred while there is none and the stream goes on.  NO_COPY:
+ * h2s_send_data moves the bytes when the frame is written, and credits
+ * them back to the replica then, as they leave.
+ */
 static ssize_t
 h2s_read_cb(nghttp2_session *ss, int32_t id, uint8_t *buf, size_t len,
     uint32_t *flags, nghttp2_data_source *src, void *u)
 {
 	struct h2s *s = src->ptr;
-	size_t n = 0;
+	size_t have = s->out != NULL ? evbuffer_get_length(s->out) : 0;
+	size_t n = have < len ? have : len;
 
-	if (s->out != NULL && (n = evbuffer_remove(s->out, buf, len)) > 0 &&
-	    s->stream != NULL)
-		stream_consumed(s->stream, n);
-	if (s->out != NULL && evbuffer_get_length(s->out) > 0)
+	if (n > 0)
+		*flags |= NGHTTP2_DATA_FLAG_NO_COPY;
+	if (have > n)
 		return (ssize_t)n;
 	if (!s->eof)
 		return n > 0 ? (ssize_t)n : NGHTTP2_ERR_DEFERRED;
@@ -283,6 +287,26 @@ h2s_read_cb(nghttp2_session *ss, int32_t id, uint8_t *buf, size_t len,
 		h2s_send_trailers(s);
 	}
 	return (ssize_t)n;
+}
+
+int
+h2s_send_data(struct h2s *s, struct evbuffer *out, const uint8_t *hd,
+    size_t len, size_t padlen)
+{
+	static const uint8_t zeros[256];
+	uint8_t padbyte = (uint8_t)(padlen - 1);
+
+	if (s->out == NULL || evbuffer_get_length(s->out) < len ||
+	    padlen > sizeof(zeros))
+		return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
+	if (evbuffer_add(out, hd, 9) != 0 ||
+	    (padlen > 0 && evbuffer_add(out, &padbyte, 1) != 0) ||
+	    evbuffer_remove_buffer(s->out, out, len) != (int)len ||
+	    (padlen > 1 && evbuffer_add(out, zeros, padlen - 1) != 0))
+		return NGHTTP2_ERR_CALLBACK_FAILURE;
+	if (s->stream != NULL)
+		stream_consumed(s->stream, len);
+	return 0;
 }
 
 /* Answers made here -------------------------------------------------------- */

@@ -15,6 +15,7 @@
 #include "wctx.h"
 
 struct conf;
+struct evbuffer;
 struct h2s;
 struct sock;
 struct wctx;
@@ -73,6 +74,10 @@ void	h2s_body(struct h2s *, const uint8_t *, size_t);
 void	h2s_body_end(struct h2s *);
 /* nghttp2 closed the stream (error: its RST code, or 0). */
 void	h2s_closed(struct h2s *, uint32_t error);
+/* A NO_COPY DATA frame: hd (9 bytes), len payload bytes moved from the
+ * stream's buffer, padding; 0 or an nghttp2 error code. */
+int	h2s_send_data(struct h2s *, struct evbuffer *out, const uint8_t *hd,
+	    size_t len, size_t padlen);
 /* We sent END_STREAM on it. */
 void	h2s_sent_end(struct h2s *);
 /* Each loop pass: credit request bytes that moved on to the replica. */
